@@ -1,0 +1,354 @@
+"""Building and updating an index: sources -> documents -> chunks -> keyword + vector stores -> new version.
+
+Every operation (full build, add, delete) writes a new version in a staging directory and publishes it with
+an atomic switch of "current" (see `indexing.store`). Rebuilding the same input gives the same document and
+chunk ids, so builds are idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+from indexing import store
+from indexing.analyzers import Analyzer
+from indexing.embedders import Embedder, load_embedder
+from indexing.keyword import KeywordIndexWriter, KeywordRow
+from indexing.sources import Document, SkippedItem, SourceReport, iter_documents
+from indexing.tables import (
+    CHUNK_SCHEMA,
+    CHUNKS,
+    DOCUMENT_SCHEMA,
+    DOCUMENTS,
+    Chunk,
+    chunk_from_row,
+    chunk_row,
+    document_from_row,
+    document_row,
+    read_table,
+    write_table,
+)
+from indexing.text import chunk_text, content_hash
+from indexing.vectors import VectorIndexWriter
+
+log = logging.getLogger("hybridrag.indexing")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class BuildConfig:
+    """Settings recorded in the manifest; `add` reuses the manifest's settings, never new ones."""
+
+    chunk_size: int = 800
+    chunk_overlap: int = 120
+    embedding_model: str | None = "minilm"
+    sudachi_mode: str = "B"
+    japanese_tokens: bool = True
+    bigram_weight: float = 0.3
+    embed_batch_size: int = 32
+
+    @classmethod
+    def from_manifest(cls, manifest: dict[str, Any]) -> BuildConfig:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in manifest.get("config", {}).items() if k in known})
+
+
+@dataclass(slots=True)
+class BuildSummary:
+    version: str
+    path: str
+    documents: int
+    chunks: int
+    added_documents: int = 0
+    deleted_documents: int = 0
+    skipped: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    bytes_on_disk: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+ProgressFactory = Callable[[Iterable[T], str, int | None], Iterable[T]]
+
+
+def tqdm_progress(enabled: bool | None = None) -> Callable[..., Iterable[Any]]:
+    """Progress bars on a terminal only (CI logs stay clean)."""
+    show = sys.stderr.isatty() if enabled is None else enabled
+
+    def wrap(items: Iterable[Any], desc: str, total: int | None = None) -> Iterable[Any]:
+        if not show:
+            return items
+        from tqdm import tqdm
+
+        return tqdm(items, desc=desc, total=total, unit="it", dynamic_ncols=True, leave=True)
+
+    return wrap
+
+
+def _no_progress(items: Iterable[Any], desc: str, total: int | None = None) -> Iterable[Any]:
+    return items
+
+
+def make_chunks(doc: Document, config: BuildConfig) -> list[Chunk]:
+    spans = chunk_text(doc.text, config.chunk_size, config.chunk_overlap)
+    return [
+        Chunk(
+            chunk_id="c-" + content_hash(doc.doc_id, str(span.start), span.text),
+            doc_id=doc.doc_id,
+            file_id=doc.file_id,
+            position=span.position,
+            start=span.start,
+            end=span.end,
+            text=span.text,
+            language=doc.language,
+        )
+        for span in spans
+    ]
+
+
+def _parse_date(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(value)
+    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+
+
+def embedding_text(title: str, text: str) -> str:
+    """What a chunk is embedded as: its document title gives short chunks their topic."""
+    return f"{title}\n{text}" if title else text
+
+
+class _Stages:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def timed(self, name: str) -> _Timer:
+        return _Timer(self.seconds, name)
+
+
+class _Timer:
+    def __init__(self, sink: dict[str, float], name: str) -> None:
+        self._sink, self._name = sink, name
+
+    def __enter__(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self._sink[self._name] = self._sink.get(self._name, 0.0) + time.perf_counter() - self._t0
+
+
+def _batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class IndexBuilder:
+    """Builds, extends and prunes the index in `index_dir`. Models load lazily, once."""
+
+    def __init__(
+        self,
+        index_dir: Path,
+        config: BuildConfig | None = None,
+        embedder: Embedder | None = None,
+        progress: Callable[..., Iterable[Any]] | None = None,
+    ) -> None:
+        self.index_dir = index_dir
+        self.config = config or BuildConfig()
+        self._embedder = embedder
+        self._progress = progress or _no_progress
+
+    def _get_embedder(self) -> Embedder | None:
+        if self.config.embedding_model is None:
+            return None
+        if self._embedder is None:
+            self._embedder = load_embedder(self.config.embedding_model)
+        return self._embedder
+
+    # -- public operations
+    def build(self, source: Path) -> BuildSummary:
+        """A complete new version from `source`."""
+        with store.writer_lock(self.index_dir):
+            store.cleanup(self.index_dir)
+            report = SourceReport()
+            stages = _Stages()
+            with stages.timed("read"):
+                docs = _unique(self._progress(iter_documents(source, report), "read", None), report)
+            return self._write(None, docs, set(), report, stages)
+
+    def add(self, source: Path) -> BuildSummary:
+        """A new version with the documents of `source` added (a document with the same id is replaced)."""
+        with store.writer_lock(self.index_dir):
+            store.cleanup(self.index_dir)
+            base = store.current_version(self.index_dir)
+            self.config = BuildConfig.from_manifest(base.manifest)
+            report = SourceReport()
+            stages = _Stages()
+            with stages.timed("read"):
+                docs = _unique(iter_documents(source, report), report)
+            return self._write(base, docs, {d.doc_id for d in docs}, report, stages)
+
+    def delete(self, doc_ids: Sequence[str]) -> BuildSummary:
+        """A new version without the given documents; unknown ids are an error (nothing is changed)."""
+        with store.writer_lock(self.index_dir):
+            store.cleanup(self.index_dir)
+            base = store.current_version(self.index_dir)
+            self.config = BuildConfig.from_manifest(base.manifest)
+            known = set(read_table(base.path / DOCUMENTS).column("doc_id").to_pylist())
+            missing = [d for d in doc_ids if d not in known]
+            if missing:
+                raise KeyError(f"no such document id(s): {', '.join(missing[:10])}")
+            return self._write(base, [], set(doc_ids), SourceReport(), _Stages())
+
+    # -- the one write path
+    def _write(
+        self,
+        base: store.IndexVersion | None,
+        new_docs: list[Document],
+        remove_ids: set[str],
+        report: SourceReport,
+        stages: _Stages,
+    ) -> BuildSummary:
+        version = store.new_version_name()
+        if base is None:
+            staging = store.staging_dir(self.index_dir, version)
+            old_docs: list[Document] = []
+            old_chunks: list[Chunk] = []
+        else:
+            staging = store.clone_into_staging(self.index_dir, base.path, version)
+            old_docs = [document_from_row(r) for r in read_table(base.path / DOCUMENTS).to_pylist()]
+            old_chunks = [chunk_from_row(r) for r in read_table(base.path / CHUNKS).to_pylist()]
+        try:
+            summary = self._write_staging(
+                staging, base, version, old_docs, old_chunks, new_docs, remove_ids, report, stages
+            )
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        store.cleanup(self.index_dir)
+        return summary
+
+    def _write_staging(
+        self,
+        staging: Path,
+        base: store.IndexVersion | None,
+        version: str,
+        old_docs: list[Document],
+        old_chunks: list[Chunk],
+        new_docs: list[Document],
+        remove_ids: set[str],
+        report: SourceReport,
+        stages: _Stages,
+    ) -> BuildSummary:
+        config = self.config
+        create = base is None
+        with stages.timed("chunk"):
+            new_chunks: list[Chunk] = []
+            for doc in self._progress(new_docs, "chunk", len(new_docs)):
+                new_chunks.extend(make_chunks(doc, config))
+        removed = [d for d in old_docs if d.doc_id in remove_ids]
+        docs = [d for d in old_docs if d.doc_id not in remove_ids] + new_docs
+        chunks = [c for c in old_chunks if c.doc_id not in remove_ids] + new_chunks
+        titles = {d.doc_id: d.title for d in docs}
+        dates = {d.doc_id: _parse_date(d.date) for d in docs}
+
+        analyzer = Analyzer(config.sudachi_mode)
+        with stages.timed("keyword"):
+            kw = KeywordIndexWriter(staging / "keyword", analyzer, create=create)
+            if removed:
+                kw.delete_documents(d.doc_id for d in removed)
+            kw.add(
+                KeywordRow(
+                    c.chunk_id, c.doc_id, c.file_id, titles[c.doc_id], c.text, dates[c.doc_id], c.entity_types
+                )
+                for c in self._progress(new_chunks, "keyword", len(new_chunks))
+            )
+            kw.commit()
+
+        embedding: dict[str, Any] | None = None
+        embedder = self._get_embedder()
+        if embedder is not None:
+            if base is not None and base.manifest.get("embedding", {}).get("dim") not in (None, embedder.dim):
+                raise store.IndexUnavailable("embedding dimension differs from the index being updated")
+            vw = VectorIndexWriter(staging / "vectors", embedder.dim, create=create)
+            if removed:
+                vw.delete_documents([d.doc_id for d in removed])
+            batches = list(_batched(new_chunks, 256))
+            for batch in self._progress(batches, "embed", len(batches)):
+                with stages.timed("embed"):
+                    vectors = embedder.embed_passages(
+                        [embedding_text(titles[c.doc_id], c.text) for c in batch]
+                    )
+                with stages.timed("vectors"):
+                    vw.add(
+                        {
+                            "chunk_id": [c.chunk_id for c in batch],
+                            "doc_id": [c.doc_id for c in batch],
+                            "file_id": [c.file_id for c in batch],
+                            "date": [dates[c.doc_id] for c in batch],
+                            "entity_types": [c.entity_types for c in batch],
+                        },
+                        vectors,
+                    )
+            with stages.timed("vectors"):
+                ann = vw.finish()
+            embedding = {"model": config.embedding_model, "name": embedder.name, "dim": embedder.dim, **ann}
+
+        with stages.timed("tables"):
+            write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA)
+            write_table(staging / CHUNKS, [chunk_row(c) for c in chunks], CHUNK_SCHEMA)
+
+        manifest = {
+            "version": version,
+            "createdAt": datetime.now(UTC).isoformat(),
+            "parent": base.version if base else None,
+            "hybridragVersion": _package_version(),
+            "config": asdict(config),
+            "analyzer": analyzer.settings(),
+            "embedding": embedding,
+            "counts": {"documents": len(docs), "chunks": len(chunks)},
+            "stageSeconds": {k: round(v, 3) for k, v in stages.seconds.items()},
+        }
+        with stages.timed("publish"):
+            published = store.publish(self.index_dir, staging, manifest)
+        return BuildSummary(
+            version=version,
+            path=str(published.path),
+            documents=len(docs),
+            chunks=len(chunks),
+            added_documents=len(new_docs),
+            deleted_documents=len(removed),
+            skipped=[str(s) for s in report.skipped],
+            seconds={k: round(v, 3) for k, v in stages.seconds.items()},
+            bytes_on_disk=_du(published.path),
+        )
+
+
+def _unique(docs: Iterable[Document], report: SourceReport) -> list[Document]:
+    """Keep the first document of each id; a repeated id is reported, not silently merged."""
+    seen: dict[str, Document] = {}
+    for doc in docs:
+        if doc.doc_id in seen:
+            report.skipped.append(SkippedItem(doc.file_id, None, f"duplicate document id {doc.doc_id!r}"))
+            continue
+        seen[doc.doc_id] = doc
+    return list(seen.values())
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _package_version() -> str:
+    try:
+        return importlib_metadata.version("hybridrag")
+    except importlib_metadata.PackageNotFoundError:
+        return "0+unknown"

@@ -1,0 +1,184 @@
+"""The BM25 keyword index (tantivy) over chunks.
+
+Tokens are produced by `indexing.analyzers` and stored in whitespace-tokenized fields, so the index needs
+no custom tantivy analyzer (which would have to be registered again on every open). Filters (file ids,
+entity types, date range) are clauses of the same query, so they apply before ranking (prefilter) and
+`count` is the true number of matches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import tantivy
+
+from indexing.analyzers import Analyzer
+from indexing.filters import ChunkFilters
+from indexing.text import has_japanese
+
+WHITESPACE = "whitespace"
+# tantivy's BM25 parameters (fixed in the library).
+BM25_K1 = 1.2
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordHit:
+    chunk_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordRow:
+    """What the keyword index needs of a chunk."""
+
+    chunk_id: str
+    doc_id: str
+    file_id: str
+    title: str
+    text: str
+    date: datetime | None
+    entity_types: Sequence[str] = ()
+
+
+def build_schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("chunk_id", stored=True, tokenizer_name="raw", index_option="basic", fast=True)
+    sb.add_text_field("doc_id", stored=False, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("file_id", stored=False, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("entity_type", stored=False, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("tokens", stored=False, tokenizer_name=WHITESPACE, index_option="freq")
+    sb.add_text_field("bigrams", stored=False, tokenizer_name=WHITESPACE, index_option="freq")
+    sb.add_date_field("date", stored=False, indexed=True, fast=True)
+    return sb.build()
+
+
+class KeywordIndexWriter:
+    """Adds and deletes chunks; `commit` makes the changes durable in one step."""
+
+    def __init__(self, path: Path, analyzer: Analyzer, create: bool, heap_bytes: int = 128_000_000) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        self._index = tantivy.Index(build_schema(), path=str(path), reuse=not create)
+        self._writer = self._index.writer(heap_size=heap_bytes, num_threads=1)
+        self._analyzer = analyzer
+
+    def add(self, rows: Iterable[KeywordRow]) -> int:
+        n = 0
+        for row in rows:
+            body = f"{row.title}\n{row.text}" if row.title else row.text
+            doc = tantivy.Document(
+                chunk_id=row.chunk_id,
+                doc_id=row.doc_id,
+                file_id=row.file_id,
+                tokens=" ".join(self._analyzer.tokens(body)),
+                bigrams=" ".join(self._analyzer.bigrams(body)),
+            )
+            for et in row.entity_types:
+                doc.add_text("entity_type", et)
+            if row.date is not None:
+                doc.add_date("date", row.date)
+            self._writer.add_document(doc)
+            n += 1
+        return n
+
+    def delete_documents(self, doc_ids: Iterable[str]) -> None:
+        for doc_id in doc_ids:
+            self._writer.delete_documents_by_term("doc_id", doc_id)
+
+    def commit(self) -> None:
+        self._writer.commit()
+        self._writer.wait_merging_threads()
+
+
+class KeywordIndex:
+    """Read side: BM25 search with prefilters. Safe to share across threads."""
+
+    def __init__(self, path: Path, analyzer: Analyzer, bigram_weight: float, japanese_tokens: bool) -> None:
+        self._index = tantivy.Index.open(str(path))
+        self._schema = self._index.schema
+        self._searcher = self._index.searcher()
+        self._analyzer = analyzer
+        self.bigram_weight = bigram_weight
+        self.japanese_tokens = japanese_tokens
+
+    @property
+    def num_chunks(self) -> int:
+        return int(self._searcher.num_docs)
+
+    def query_terms(self, text: str) -> tuple[list[str], list[str]]:
+        """The (tokens, bigrams) a query text is searched with."""
+        japanese = has_japanese(text)
+        tokens = self._analyzer.tokens(text) if (self.japanese_tokens or not japanese) else []
+        if japanese and not self.japanese_tokens:
+            # Bigram-only mode still matches the ASCII words of a Japanese query.
+            tokens = [t for t in self._analyzer.tokens(text) if t.isascii()]
+        bigrams = self._analyzer.bigrams(text) if japanese and self.bigram_weight > 0 else []
+        return tokens, bigrams
+
+    def search(
+        self, text: str, limit: int, filters: ChunkFilters | None = None
+    ) -> tuple[list[KeywordHit], int, float]:
+        """Top `limit` chunks by BM25, the total number of matching chunks, and the best attainable score.
+
+        The best attainable score is sum over query clauses of boost * idf * (k1 + 1), the limit of each
+        term's BM25 contribution as its frequency grows; dividing by it gives a query-independent 0..1.
+        """
+        tokens, bigrams = self.query_terms(text)
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        ceiling = 0.0
+        for field, terms, boost in (("tokens", tokens, 1.0), ("bigrams", bigrams, self.bigram_weight)):
+            for term in terms:
+                df = self._searcher.doc_freq(field, term)
+                if df == 0:
+                    continue
+                q = tantivy.Query.term_query(self._schema, field, term)
+                clauses.append(
+                    (tantivy.Occur.Should, q if boost == 1.0 else tantivy.Query.boost_query(q, boost))
+                )
+                ceiling += boost * self._idf(df) * (BM25_K1 + 1.0)
+        if not clauses:
+            return [], 0, 0.0
+        query = tantivy.Query.boolean_query(clauses)
+        filter_query = self._filter_query(filters)
+        if filter_query is not None:
+            query = tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Must, query),
+                    (tantivy.Occur.Must, tantivy.Query.const_score_query(filter_query, 0.0)),
+                ]
+            )
+        result = self._searcher.search(query, limit=max(1, limit), count=True)
+        hits = []
+        for score, address in result.hits:
+            stored = self._searcher.doc(address)
+            hits.append(KeywordHit(stored["chunk_id"][0], float(score)))
+        return hits, int(getattr(result, "count", 0) or 0), ceiling
+
+    def _idf(self, df: int) -> float:
+        n = max(1, self.num_chunks)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def _filter_query(self, filters: ChunkFilters | None) -> tantivy.Query | None:
+        if filters is None or not filters.active:
+            return None
+        musts: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        for field, values in (
+            ("file_id", filters.file_ids),
+            ("entity_type", filters.entity_types),
+            ("chunk_id", filters.chunk_ids),
+        ):
+            if values is not None:
+                musts.append(
+                    (tantivy.Occur.Must, tantivy.Query.term_set_query(self._schema, field, list(values)))
+                )
+        if filters.date_start is not None or filters.date_end is not None:
+            date_query = tantivy.Query.range_query(
+                self._schema, "date", tantivy.FieldType.Date, filters.date_start, filters.date_end
+            )
+            musts.append((tantivy.Occur.Must, date_query))
+        if not musts:
+            return None
+        return tantivy.Query.boolean_query(musts)

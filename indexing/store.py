@@ -1,0 +1,188 @@
+"""Versioned index directories with an atomic switch of "current".
+
+Layout of an index directory::
+
+    INDEX_DIR/
+      current -> versions/<version>      (a symlink, replaced atomically with os.replace)
+      versions/<version>/manifest.json   (written last: a version without it is incomplete)
+      versions/<version>/documents.arrow, chunks.arrow, keyword/, vectors/, ...
+      .staging-<version>/                 (a build in progress; never read by the service)
+      .lock                               (one writer at a time)
+
+A build writes a staging directory, fsyncs it, renames it into `versions/` and only then points `current`
+at it, so a crash at any point leaves the previous version serving and intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from indexing.text import content_hash
+
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+KEEP_VERSIONS = 2
+
+
+class IndexUnavailable(RuntimeError):
+    """An index directory that cannot be used, with a message that says what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexVersion:
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def version(self) -> str:
+        return str(self.manifest["version"])
+
+
+def new_version_name() -> str:
+    now = datetime.now(UTC)
+    # Microseconds keep names in creation order even for several builds within one second.
+    return now.strftime("%Y%m%dT%H%M%S%f") + "-" + content_hash(now.isoformat(), str(os.getpid()), length=6)
+
+
+@contextlib.contextmanager
+def writer_lock(index_dir: Path) -> Iterator[None]:
+    """Hold the index directory's writer lock (fails fast when another build holds it)."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with open(index_dir / ".lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexUnavailable(f"another build or update is running on {index_dir}") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def staging_dir(index_dir: Path, version: str) -> Path:
+    path = index_dir / f".staging-{version}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def clone_into_staging(index_dir: Path, source: Path, version: str) -> Path:
+    """A staging copy of an existing version for an incremental update.
+
+    Files are hard-linked where possible: tantivy and LanceDB never rewrite a data file in place, and the
+    Arrow tables and manifest are rewritten whole (new inode), so the served version is never touched.
+    """
+    target = index_dir / f".staging-{version}"
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link_or_copy)
+    (target / MANIFEST).unlink()
+    return target
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, ensure_ascii=False, indent=2, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_tree(path: Path) -> None:
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(root))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def publish(index_dir: Path, staging: Path, manifest: dict[str, Any]) -> IndexVersion:
+    """Seal a staging directory: manifest last, fsync, move into versions/, switch current atomically."""
+    manifest = {**manifest, "formatVersion": FORMAT_VERSION}
+    write_json_atomic(staging / MANIFEST, manifest)
+    _fsync_tree(staging)
+    versions = index_dir / "versions"
+    versions.mkdir(exist_ok=True)
+    final = versions / str(manifest["version"])
+    os.rename(staging, final)
+    _fsync_dir(versions)
+    tmp_link = index_dir / f".current-{manifest['version']}"
+    if tmp_link.is_symlink() or tmp_link.exists():
+        tmp_link.unlink()
+    os.symlink(os.path.join("versions", final.name), tmp_link)
+    os.replace(tmp_link, index_dir / "current")
+    _fsync_dir(index_dir)
+    return IndexVersion(final, manifest)
+
+
+def current_version(index_dir: Path) -> IndexVersion:
+    """The version `current` points at, checked for completeness."""
+    link = index_dir / "current"
+    if not link.exists():
+        raise IndexUnavailable(
+            f"no index at {index_dir}: build one with `hybridrag index build SOURCE --out {index_dir}`"
+        )
+    path = link.resolve()
+    return load_version(path)
+
+
+def load_version(path: Path) -> IndexVersion:
+    manifest_path = path / MANIFEST
+    if not manifest_path.is_file():
+        raise IndexUnavailable(f"index version {path} is incomplete (no {MANIFEST}); rebuild the index")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise IndexUnavailable(f"index manifest {manifest_path} is unreadable: {exc}") from exc
+    if manifest.get("formatVersion") != FORMAT_VERSION:
+        raise IndexUnavailable(
+            f"index {path} has format {manifest.get('formatVersion')}, this service reads {FORMAT_VERSION}; "
+            "rebuild the index"
+        )
+    return IndexVersion(path, manifest)
+
+
+def cleanup(index_dir: Path, keep: int = KEEP_VERSIONS) -> list[Path]:
+    """Remove abandoned staging directories and all but the newest `keep` versions (never current)."""
+    removed = []
+    for path in index_dir.glob(".staging-*"):
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    for path in index_dir.glob(".current-*"):
+        path.unlink(missing_ok=True)
+    versions = index_dir / "versions"
+    if not versions.is_dir():
+        return removed
+    current = (index_dir / "current").resolve() if (index_dir / "current").exists() else None
+    ordered = sorted((p for p in versions.iterdir() if p.is_dir()), key=lambda p: p.name, reverse=True)
+    for path in ordered[keep:]:
+        if current is not None and path.resolve() == current:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed

@@ -1,0 +1,122 @@
+"""Language detection, sentence splitting and chunking that keep character offsets into the source text."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+_JA_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f\u3005\u30fc]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+# A sentence ends after Japanese full stops / marks (no space needed), after Western terminal punctuation
+# followed by whitespace, or at a blank line / line break.
+_SENTENCE_END = re.compile(
+    r"[。！？!?．]+[」』）)\"']*"  # Japanese and exclamation/question marks, with closing brackets
+    r"|(?<![A-Z][a-z])(?<!\b[A-Z])(?<!e\.g)(?<!i\.e)(?<!etc)(?<!\bvs)(?<!\bal)(?<!Mrs)(?<!Fig)"
+    r"\.[\"')\]]*(?=\s)"
+    r"|\n\s*\n|\n"
+)
+
+
+def detect_language(text: str) -> str:
+    """Return "ja" when Japanese script makes up a fair share of the letters, else "en"."""
+    letters = len(_LETTER.findall(text[:5000]))
+    if letters == 0:
+        return "en"
+    ja = len(_JA_CHAR.findall(text[:5000]))
+    return "ja" if ja / letters >= 0.2 else "en"
+
+
+def has_japanese(text: str) -> bool:
+    return _JA_CHAR.search(text) is not None
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Split into sentence spans (start, end) with surrounding whitespace trimmed; offsets are characters."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        _append_trimmed(text, start, end, spans)
+        start = end
+    _append_trimmed(text, start, len(text), spans)
+    return spans
+
+
+def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        spans.append((start, end))
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpan:
+    """A chunk of a document: `text == source[start:end]`."""
+
+    position: int
+    start: int
+    end: int
+    text: str
+
+
+def chunk_text(text: str, size: int = 800, overlap: int = 120) -> list[ChunkSpan]:
+    """Pack whole sentences into chunks of at most `size` characters.
+
+    Consecutive chunks share trailing sentences worth up to `overlap` characters, so a fact that straddles a
+    boundary is still found whole in one chunk. A single sentence longer than `size` is cut at a space (or,
+    in Japanese, anywhere) so no chunk exceeds `size`.
+    """
+    if size < 50:
+        raise ValueError("chunk size must be at least 50 characters")
+    if not 0 <= overlap < size:
+        raise ValueError("chunk overlap must be >= 0 and smaller than the chunk size")
+    pieces: list[tuple[int, int]] = []
+    for start, end in split_sentences(text):
+        pieces.extend(_cut_long(text, start, end, size))
+    chunks: list[ChunkSpan] = []
+    i = 0
+    while i < len(pieces):
+        first = i
+        start = pieces[i][0]
+        end = pieces[i][1]
+        i += 1
+        while i < len(pieces) and pieces[i][1] - start <= size:
+            end = pieces[i][1]
+            i += 1
+        chunks.append(ChunkSpan(len(chunks), start, end, text[start:end]))
+        if i >= len(pieces):
+            break
+        # Step back over whole sentences that fit in the overlap, but always make progress.
+        back = i
+        while back - 1 > first and end - pieces[back - 1][0] <= overlap:
+            back -= 1
+        i = back
+    return chunks
+
+
+def _cut_long(text: str, start: int, end: int, size: int) -> list[tuple[int, int]]:
+    out = []
+    while end - start > size:
+        cut = text.rfind(" ", start + size // 2, start + size)
+        if cut <= start:
+            cut = start + size
+        out.append((start, cut))
+        start = cut
+        while start < end and text[start].isspace():
+            start += 1
+    if end > start:
+        out.append((start, end))
+    return out
+
+
+def content_hash(*parts: str, length: int = 16) -> str:
+    """Stable short hash of the given parts (ids of documents and chunks)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()[:length]

@@ -1,0 +1,63 @@
+"""Shared base model and reusable field types for the search contract.
+
+The wire format is camelCase exactly as in the Zod contract; Python attributes are snake_case and both
+spellings are accepted on input. Unknown fields are rejected (Zod objects are strict in our use), and
+numbers must be finite (JSON has no NaN/Infinity, and a NaN weight must never reach the fusion code).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, WrapValidator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+SCHEMA_VERSION = "1.0.0"
+SCHEMA_RELEASE_DATE = "2025-12-18"
+
+
+class ContractModel(BaseModel):
+    """Base of every contract model: camelCase aliases, strict unknown-field handling, finite numbers."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+        strict=True,
+        allow_inf_nan=False,
+        frozen=False,
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        """Serialise to the camelCase JSON-compatible dict that goes on the wire."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+T = TypeVar("T")
+
+
+def _enum_error(code: str) -> WrapValidator:
+    """Re-raise a Literal mismatch as a named error, so the message can be the contract's own text."""
+
+    def validate(value: Any, handler: Any) -> Any:
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            raise PydanticCustomError(code, "invalid enum value: {value}", {"value": repr(value)}) from exc
+
+    return WrapValidator(validate)
+
+
+QueryTypeName = Literal["local", "global", "relationship", "hybrid"]
+SearchStrategyName = Literal["keyword", "semantic", "graph", "hybrid"]
+QueryType = Annotated[QueryTypeName, _enum_error("enum_query_type")]
+SearchStrategy = Annotated[SearchStrategyName, _enum_error("enum_search_strategy")]
+SearchResultType = Annotated[Literal["chunk", "entity", "community"], _enum_error("enum_search_result_type")]
+CragRelevance = Annotated[Literal["correct", "incorrect", "ambiguous"], _enum_error("enum_crag_relevance")]
+
+QUERY_TYPES: tuple[str, ...] = ("local", "global", "relationship", "hybrid")
+SEARCH_STRATEGIES: tuple[str, ...] = ("keyword", "semantic", "graph", "hybrid")
+SEARCH_RESULT_TYPES: tuple[str, ...] = ("chunk", "entity", "community")

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets up everything from nothing: a virtual environment in .venv with the exact CPU torch first
+# (an open range would pull a multi-GB CUDA build), then the project with all extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q "torch==2.13.0"
+.venv/bin/python -m pip install -q -e ".[dev]"

@@ -1,0 +1,72 @@
+"""The FastAPI application: engine on app.state, loaded in the background so /livez answers at once."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from schemas.base import SCHEMA_VERSION
+from schemas.openapi import contract_components
+from service.engine import SearchEngine
+from service.observability import configure_logging, request_id_middleware
+from service.problems import install_handlers
+from service.routes import api, health
+from service.settings import Settings
+
+log = logging.getLogger("hybridrag.app")
+
+
+def create_app(
+    settings: Settings | None = None, engine: SearchEngine | None = None, wait: bool = False
+) -> FastAPI:
+    """Build the app. `wait=True` loads the engine before serving (tests); otherwise it loads in the background."""
+    settings = settings or Settings()
+    engine = engine or SearchEngine(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.engine = engine
+        if wait:
+            engine.start()
+        else:
+            threading.Thread(target=engine.start, name="engine-start", daemon=True).start()
+        yield
+        engine.close()
+
+    app = FastAPI(
+        title="hybridrag",
+        version=SCHEMA_VERSION,
+        summary="Hybrid RAG search: BM25 + vector + knowledge-graph retrieval, fused and explained.",
+        lifespan=lifespan,
+    )
+    app.state.engine = engine
+    app.middleware("http")(request_id_middleware)
+    install_handlers(app)
+    app.include_router(health)
+    app.include_router(api)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, body in contract_components().items():
+                components.setdefault(name, body)
+            schema["info"]["x-schema-version"] = SCHEMA_VERSION
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for `uvicorn --factory service.app:app_from_env`."""
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_json)
+    return create_app(settings)

@@ -1,0 +1,143 @@
+"""Rule-based query classifier (no LLM): query type, entities, suggested weights, expanded queries.
+
+* relationship: the query asks how things relate ("relationship between", "compare", 関係, 違い, 影響).
+* global: the query asks about a whole collection ("overview", "main themes", 概要, 傾向, 全体).
+* hybrid: both kinds of cue are present.
+* local: a specific fact about specific things (everything else).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
+from indexing.text import has_japanese
+from schemas.base import QueryTypeName
+from schemas.search import QueryClassification, SearchWeights
+
+_REL_EN = re.compile(
+    r"\b(relationship|relationships|relation|relations|related|relate|connection|connections|connected|"
+    r"link(?:ed|s)?|compare[ds]?|comparison|versus|vs\.?|differences?|interact(?:ion|ions|s)?|"
+    r"influence[ds]?|affect(?:ed|s)?|impact of .+ on|between)\b",
+    re.I,
+)
+_GLOBAL_EN = re.compile(
+    r"\b(overview|summar(?:y|ise|ize)|main (?:themes?|topics?|ideas?|points?|findings?)|key (?:themes?|topics?|"
+    r"trends?|findings?)|trends?|overall|in general|landscape|across (?:all|the)|common (?:themes?|patterns?)|"
+    r"what are the|list of all|broadly)\b",
+    re.I,
+)
+_REL_JA = re.compile(r"(関係|関連|つながり|繋がり|違い|比較|影響|相関|との間|関わり)")
+_GLOBAL_JA = re.compile(r"(概要|全体|傾向|まとめ|主な|動向|総括|一覧|全般|要約|主要な|テーマ)")
+_QUOTED = re.compile(r"[\"“「『]([^\"”」』]{1,80})[\"”」』]")
+_CAP_SEQ = re.compile(r"\b([A-Z][\w\-’']*(?:\s+(?:of|de|van|von|the|and|&)?\s*[A-Z][\w\-’']*)*)")
+_QUESTION_WORDS = frozenset(
+    (
+        "what which who whom whose when where why how is are was were do does did can could should would "
+        "tell list name describe explain give find show compare summarize summarise"
+    ).split()
+)
+
+WEIGHTS_BY_TYPE: dict[str, tuple[float, float, float]] = {
+    "local": (0.4, 0.4, 0.2),
+    "global": (0.2, 0.4, 0.4),
+    "relationship": (0.25, 0.3, 0.45),
+    "hybrid": (0.35, 0.35, 0.3),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Cues:
+    relationship: int
+    global_: int
+
+
+class QueryClassifier:
+    """Classifies a query from its wording and the entities it names."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self._analyzer = analyzer
+
+    def entities(self, text: str) -> list[str]:
+        """Named things in the query: quoted strings, capitalised sequences, Japanese proper nouns."""
+        found: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(text)]
+        if has_japanese(text):
+            found.extend(self._japanese_entities(text))
+        for m in _CAP_SEQ.finditer(text):
+            phrase = m.group(1).strip()
+            words = phrase.split()
+            while words and words[0].lower() in _QUESTION_WORDS | ENGLISH_STOPWORDS:
+                words = words[1:]
+            if words and (len(words) > 1 or len(words[0]) > 1):
+                found.append(" ".join(words))
+        out: list[str] = []
+        for item in found:
+            if item and item.lower() not in {o.lower() for o in out}:
+                out.append(item)
+        return out
+
+    def _japanese_entities(self, text: str) -> list[str]:
+        out: list[str] = []
+        current: list[str] = []
+        for surface, _norm, pos, _b, _e in self._analyzer.japanese.morphemes(text):
+            proper = pos[0] == "名詞" and (pos[1] == "固有名詞" or (current and pos[1] == "普通名詞"))
+            if proper:
+                current.append(surface)
+                continue
+            if current:
+                out.append("".join(current))
+                current = []
+        if current:
+            out.append("".join(current))
+        return [e for e in out if len(e) > 1]
+
+    def _cues(self, text: str) -> _Cues:
+        rel = len(_REL_EN.findall(text)) + len(_REL_JA.findall(text))
+        glo = len(_GLOBAL_EN.findall(text)) + len(_GLOBAL_JA.findall(text))
+        return _Cues(rel, glo)
+
+    def classify(self, text: str) -> QueryClassification:
+        entities = self.entities(text)
+        cues = self._cues(text)
+        qtype: QueryTypeName
+        if cues.relationship and cues.global_:
+            qtype, confidence = "hybrid", 0.55
+        elif cues.relationship:
+            # "between A and B" with two entities is the clearest relationship question there is.
+            qtype = "relationship"
+            confidence = min(0.95, 0.6 + 0.1 * cues.relationship + (0.15 if len(entities) >= 2 else 0.0))
+        elif cues.global_:
+            qtype = "global"
+            confidence = min(0.95, 0.6 + 0.1 * cues.global_ + (0.1 if not entities else 0.0))
+        else:
+            qtype = "local"
+            confidence = 0.7 if entities else 0.55
+        kw, sem, graph = WEIGHTS_BY_TYPE[qtype]
+        return QueryClassification(
+            original_query=text,
+            type=qtype,
+            confidence=round(confidence, 3),
+            extracted_entities=entities,
+            suggested_weights=SearchWeights(keyword=kw, semantic=sem, graph=graph),
+            expanded_queries=self._expansions(text, entities),
+        )
+
+    def _expansions(self, text: str, entities: list[str]) -> list[str]:
+        """Sub-queries a research agent can run: the key terms alone, then each entity."""
+        out: list[str] = []
+        if has_japanese(text):
+            key = " ".join(
+                s
+                for s, _n, pos, _b, _e in self._analyzer.japanese.morphemes(text)
+                if pos[0] in ("名詞", "動詞")
+            )
+        else:
+            words = [w for w in re.findall(r"[\w\-’']+", text) if w.lower() not in ENGLISH_STOPWORDS]
+            key = " ".join(w for w in words if w.lower() not in _QUESTION_WORDS)
+        if key and key != text.strip():
+            out.append(key)
+        for entity in entities:
+            if entity != text.strip() and entity not in out:
+                out.append(entity)
+        return out[:8]

@@ -1,0 +1,36 @@
+"""FastAPI dependencies: the engine from app.state, the caller's language, the optional API key."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from schemas.errors import Language, pick_language
+from service.engine import SearchEngine
+from service.problems import ProblemError
+
+
+def get_engine(request: Request) -> SearchEngine:
+    engine: SearchEngine = request.app.state.engine
+    return engine
+
+
+def get_language(request: Request) -> Language:
+    return pick_language(request.headers.get("accept-language"))
+
+
+def require_api_key(request: Request, engine: Annotated[SearchEngine, Depends(get_engine)]) -> None:
+    """When an API key is configured, accept `Authorization: Bearer <key>` or `X-API-Key: <key>`."""
+    key = engine.settings.api_key
+    if key is None:
+        return
+    auth = request.headers.get("authorization", "")
+    given = auth[7:].strip() if auth.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
+    if not given or not secrets.compare_digest(given.encode(), key.get_secret_value().encode()):
+        raise ProblemError(401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"})
+
+
+EngineDep = Annotated[SearchEngine, Depends(get_engine)]
+LanguageDep = Annotated[Language, Depends(get_language)]

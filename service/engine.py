@@ -1,0 +1,362 @@
+"""The search engine: classify, retrieve concurrently, fuse, filter, page, explain.
+
+`SearchEngine` is cheap to construct; `start()` loads the index and models once (warm-up) and only then
+reports ready. CPU-heavy work happens in `search()`, which callers run off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from indexing import store
+from indexing.embedders import Embedder, ModelUnavailable, load_embedder
+from indexing.filters import ChunkFilters
+from schemas.base import SCHEMA_VERSION
+from schemas.search import (
+    Highlight,
+    HighlightOffset,
+    RelevanceScore,
+    SearchQuery,
+    SearchRequest,
+    SearchResult,
+    SearchResultContent,
+    SearchResultItem,
+    SearchResultSources,
+    SearchStrategyMetrics,
+    SearchWeights,
+    StageNote,
+    StrategyMetric,
+)
+from service.classifier import QueryClassifier
+from service.fusion import FusedItem, max_unseen_score, weighted_rrf
+from service.highlight import best_sentence, fragment, term_matches
+from service.loaded_index import LoadedIndex, load_index
+from service.retrievers import Candidate, RetrievalQuery, Retrieved, strategy_names
+from service.settings import Settings
+
+log = logging.getLogger("hybridrag.engine")
+
+STRATEGIES = ("keyword", "semantic", "graph")
+MIN_DEPTH = 100
+MAX_DEPTH = 1000
+CONTEXT_CHARS = 300
+
+
+class InvalidSearch(ValueError):
+    """A request that is valid against the schema but not against this index (e.g. embedding dimension)."""
+
+    def __init__(self, path: str, code: str, ctx: dict[str, Any]) -> None:
+        super().__init__(f"{path}: {code}")
+        self.path, self.code, self.ctx = path, code, ctx
+
+
+class NotReady(RuntimeError):
+    pass
+
+
+@dataclass(slots=True)
+class ComponentStatus:
+    ready: bool
+    detail: str
+
+
+class SearchEngine:
+    """Owns the loaded index, the models and the retriever thread pool."""
+
+    def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        self._index: LoadedIndex | None = None
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=settings.search_threads, thread_name_prefix="retriever")
+        self.components: dict[str, ComponentStatus] = {
+            "index": ComponentStatus(False, "not loaded"),
+            "embedder": ComponentStatus(False, "not loaded"),
+        }
+
+    # -- lifecycle
+    def start(self) -> None:
+        """Load models and the index; failures are recorded per component, never raised."""
+        if self.settings.load_embedder and self._embedder is None:
+            try:
+                self._embedder = load_embedder(self.settings.embedding_model)
+                self._embedder.embed_queries(["warm-up"])
+                self.components["embedder"] = ComponentStatus(True, f"{self.settings.embedding_model} loaded")
+            except (ModelUnavailable, OSError, ValueError) as exc:
+                self.components["embedder"] = ComponentStatus(False, str(exc))
+        elif self._embedder is not None:
+            self.components["embedder"] = ComponentStatus(True, f"{self._embedder.name} loaded")
+        else:
+            self.components["embedder"] = ComponentStatus(True, "disabled by configuration")
+        self.reload()
+
+    def reload(self) -> bool:
+        """(Re)open the current index version; the previous one keeps serving if this fails."""
+        try:
+            loaded = load_index(self.settings.index_dir, self.settings.embedding_model, self._embedder)
+        except store.IndexUnavailable as exc:
+            log.error("index unavailable: %s", exc)
+            if self._index is None:
+                self.components["index"] = ComponentStatus(False, str(exc))
+            return False
+        with self._lock:
+            self._index = loaded
+        self.components["index"] = ComponentStatus(
+            True,
+            f"version {loaded.version_name}: {len(loaded.documents)} documents, {len(loaded.chunks)} chunks",
+        )
+        log.info("index loaded", extra={"index_version": loaded.version_name})
+        return True
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def ready(self) -> bool:
+        return all(c.ready for c in self.components.values())
+
+    @property
+    def index(self) -> LoadedIndex:
+        index = self._index
+        if index is None:
+            raise NotReady(self.components["index"].detail)
+        return index
+
+    # -- search
+    def search(self, request: SearchRequest, request_id: str | None = None) -> SearchResult:
+        started = time.perf_counter()
+        deadline = started + self.settings.search_budget_s
+        index = self.index
+        classification = QueryClassifier(index.analyzer).classify(request.text)
+        qtype = request.type or classification.type
+        weights = (
+            request.options.weights
+            if "weights" in request.options.model_fields_set
+            else classification.suggested_weights
+        )
+        notes: list[StageNote] = []
+        requested = strategy_names(request.options.strategies)
+        active = []
+        for name in requested:
+            if name in index.retrievers:
+                active.append(name)
+            else:
+                reason = index.unavailable.get(name, "not available")
+                notes.append(StageNote(stage=name, status="skipped", reason=reason))
+        if request.options.rerank_enabled and request.rerank_config.enabled:
+            notes.append(
+                StageNote(stage="rerank", status="skipped", reason="no cross-encoder reranker is available")
+            )
+        if request.options.crag_enabled:
+            notes.append(StageNote(stage="crag", status="skipped", reason="CRAG scoring is not available"))
+        vector = self._query_vector(request, index)
+        filters = _chunk_filters(request)
+        weight_map = {name: getattr(weights, name) for name in active}
+        if active and sum(weight_map.values()) <= 0:
+            # Every running strategy has weight 0: rank by them equally rather than return nothing.
+            weight_map = dict.fromkeys(active, 1.0)
+            notes.append(StageNote(stage="fusion", status="degraded", reason="all active weights were 0"))
+        k = request.rrf_config.k
+        normalize = request.rrf_config.normalize_scores
+        depth = self._depth(request, weight_map, k, normalize)
+        query = RetrievalQuery(request.text, filters, vector)
+
+        retrieved, timings = self._run_retrievers(index, active, query, depth, deadline, notes)
+        rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items()}
+        fused = (
+            weighted_rrf(rankings, {n: weight_map[n] for n in rankings}, k=k, normalize=normalize)
+            if rankings
+            else []
+        )
+        min_rel = request.filters.min_relevance
+        kept = [f for f in fused if f.score >= min_rel]
+        by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}
+        total = len(kept)
+        if len(rankings) == 1 and kept and len(kept) == len(fused):
+            # Everything one strategy returned passed the cut: its own match count is the honest total.
+            only = next(iter(retrieved.values()))
+            if len(only.candidates) >= depth:
+                total = max(total, only.total)
+        page = kept[request.options.offset : request.options.offset + request.options.limit]
+        query_tokens = set(index.keyword.query_terms(request.text)[0])
+        items = [self._item(index, f, by_strategy, query_tokens, request) for f in page]
+        metrics = {
+            name: StrategyMetric(
+                enabled=name in retrieved,
+                result_count=len(retrieved[name].candidates) if name in retrieved else 0,
+                processing_time=round(timings.get(name, 0.0), 3),
+                top_score=max((c.score for c in retrieved[name].candidates), default=0.0)
+                if name in retrieved
+                else 0.0,
+            )
+            for name in STRATEGIES
+        }
+        effective_options = request.options.model_copy(
+            update={"weights": SearchWeights.model_validate(weights.model_dump())}
+        )
+        return SearchResult(
+            query=SearchQuery(
+                text=request.text,
+                type=qtype,
+                embedding=request.embedding,
+                filters=request.filters,
+                options=effective_options,
+            ),
+            results=items,
+            total_count=total,
+            processing_time=round((time.perf_counter() - started) * 1000, 3),
+            strategies=SearchStrategyMetrics(**metrics),
+            classification=classification,
+            notes=notes,
+            index_version=index.version_name,
+            request_id=request_id,
+            schema_version=SCHEMA_VERSION,
+        )
+
+    def _query_vector(self, request: SearchRequest, index: LoadedIndex) -> np.ndarray | None:
+        if request.embedding is None:
+            return None
+        semantic = index.retrievers.get("semantic")
+        expected = getattr(semantic, "dim", None)
+        if expected is None:
+            return None
+        if len(request.embedding) != expected:
+            raise InvalidSearch(
+                "embedding", "embedding_dimension", {"expected": expected, "actual": len(request.embedding)}
+            )
+        return np.asarray(request.embedding, dtype=np.float32)
+
+    @staticmethod
+    def _depth(request: SearchRequest, weights: dict[str, float], k: int, normalize: bool) -> int:
+        """How deep each strategy fetches: enough for the page, and enough that the relevance cut is exact."""
+        need = request.options.offset + request.options.limit
+        depth = max(MIN_DEPTH, need)
+        min_rel = request.filters.min_relevance
+        if weights and min_rel > 0:
+            while depth < MAX_DEPTH and max_unseen_score(weights, depth, k, normalize) >= min_rel:
+                depth = min(MAX_DEPTH, depth * 2)
+        return min(depth, MAX_DEPTH) if need <= MAX_DEPTH else need
+
+    def _run_retrievers(
+        self,
+        index: LoadedIndex,
+        active: list[str],
+        query: RetrievalQuery,
+        depth: int,
+        deadline: float,
+        notes: list[StageNote],
+    ) -> tuple[dict[str, Retrieved], dict[str, float]]:
+        timings: dict[str, float] = {}
+
+        def timed(name: str) -> Retrieved:
+            t0 = time.perf_counter()
+            try:
+                return index.retrievers[name].retrieve(query, depth)
+            finally:
+                timings[name] = (time.perf_counter() - t0) * 1000
+
+        futures: dict[str, Future[Retrieved]] = {name: self._pool.submit(timed, name) for name in active}
+        out: dict[str, Retrieved] = {}
+        for name, fut in futures.items():
+            try:
+                out[name] = fut.result(timeout=max(0.0, deadline - time.perf_counter()))
+            except FutureTimeout:
+                fut.cancel()
+                notes.append(StageNote(stage=name, status="skipped", reason="time budget exceeded"))
+            except Exception as exc:  # one failing retriever must not fail the whole search
+                log.exception("retriever %s failed", name)
+                notes.append(StageNote(stage=name, status="failed", reason=f"{type(exc).__name__}: {exc}"))
+        return out, timings
+
+    def _item(
+        self,
+        index: LoadedIndex,
+        fused: FusedItem,
+        by_strategy: dict[str, dict[str, Candidate]],
+        query_tokens: set[str],
+        request: SearchRequest,
+    ) -> SearchResultItem:
+        chunk_id, score = fused.id, fused.score
+        chunk = index.chunks[chunk_id]
+        doc = index.documents[chunk.doc_id]
+        per = {name: (by_strategy.get(name, {}).get(chunk_id)) for name in STRATEGIES}
+        matches = term_matches(chunk.text, query_tokens, index.analyzer) if query_tokens else []
+        highlights = []
+        if request.options.include_highlights and matches:
+            highlights.append(
+                Highlight(
+                    field="text",
+                    fragment=fragment(chunk.text, matches),
+                    offsets=[HighlightOffset(start=m.start, end=m.end) for m in matches],
+                )
+            )
+        before = doc.text[max(0, chunk.start - CONTEXT_CHARS) : chunk.start].strip() or None
+        after = doc.text[chunk.end : chunk.end + CONTEXT_CHARS].strip() or None
+        metadata = None
+        if request.options.include_metadata:
+            metadata = {
+                "docId": doc.doc_id,
+                "title": doc.title,
+                "url": doc.url or f"{self.settings.base_url}/v1/documents/{doc.doc_id}",
+                "sourceUrl": doc.url,
+                "date": doc.date,
+                "language": chunk.language,
+                "position": chunk.position,
+                "start": chunk.start,
+                "end": chunk.end,
+                "ranks": dict(fused.ranks),
+            }
+        return SearchResultItem(
+            id=chunk_id,
+            type="chunk",
+            score=_unit(score),
+            relevance=RelevanceScore(
+                combined=_unit(score),
+                keyword=_unit(per["keyword"].score) if per["keyword"] else 0.0,
+                semantic=_unit(per["semantic"].score) if per["semantic"] else 0.0,
+                graph=_unit(per["graph"].score) if per["graph"] else 0.0,
+                rerank=None,
+                crag=None,
+            ),
+            content=SearchResultContent(
+                text=chunk.text,
+                summary=best_sentence(chunk.text, matches),
+                context_before=before,
+                context_after=after,
+            ),
+            highlights=highlights,
+            sources=SearchResultSources(
+                chunk_id=chunk_id, file_id=chunk.file_id, entity_ids=[], community_id=None, relation_ids=[]
+            ),
+            metadata=metadata,
+        )
+
+
+def _unit(x: float) -> float:
+    return float(min(1.0, max(0.0, x)))
+
+
+def _naive_utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def _chunk_filters(request: SearchRequest) -> ChunkFilters:
+    f = request.filters
+    date_range = f.date_range
+    return ChunkFilters(
+        file_ids=f.file_ids,
+        entity_types=f.entity_types,
+        date_start=_naive_utc(date_range.start) if date_range else None,
+        date_end=_naive_utc(date_range.end) if date_range else None,
+    )

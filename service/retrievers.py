@@ -1,0 +1,109 @@
+"""Retrievers behind one small protocol, registered in a plain dict by strategy name.
+
+Each retriever returns chunk candidates best first with a raw score and a 0..1 normalised score, plus the
+number of chunks that matched (for an honest `totalCount`). Filters are applied inside each store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from indexing.embedders import Embedder
+from indexing.filters import ChunkFilters
+from indexing.keyword import KeywordIndex
+from indexing.vectors import VectorIndex
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalQuery:
+    text: str
+    filters: ChunkFilters
+    vector: np.ndarray | None = None  # the caller's precomputed query embedding, if any
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    id: str
+    raw_score: float
+    score: float  # normalised to 0..1
+
+
+@dataclass(slots=True)
+class Retrieved:
+    candidates: list[Candidate]
+    total: int
+    notes: list[str] = field(default_factory=list)
+
+
+class Retriever(Protocol):
+    """Finds chunks for a query; `limit` is the depth wanted (over-fetching is the caller's choice)."""
+
+    name: str
+
+    def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved: ...
+
+
+class KeywordRetriever:
+    """BM25 over the tantivy index; scores normalised by the query's best attainable BM25 score."""
+
+    name = "keyword"
+
+    def __init__(self, index: KeywordIndex) -> None:
+        self._index = index
+
+    def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
+        hits, total, ceiling = self._index.search(query.text, limit, query.filters)
+        return Retrieved(
+            [
+                Candidate(h.chunk_id, h.score, min(1.0, h.score / ceiling) if ceiling > 0 else 0.0)
+                for h in hits
+            ],
+            total,
+        )
+
+
+class SemanticRetriever:
+    """Cosine similarity over the LanceDB vectors; the normalised score is the similarity clipped to 0..1."""
+
+    name = "semantic"
+
+    def __init__(self, index: VectorIndex, embedder: Embedder) -> None:
+        self._index = index
+        self._embedder = embedder
+
+    @property
+    def dim(self) -> int:
+        return self._index.dim
+
+    def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
+        vector = query.vector
+        if vector is None:
+            vector = self._embedder.embed_queries([query.text])[0]
+        else:
+            norm = float(np.linalg.norm(vector))
+            vector = vector / norm if norm > 0 else vector
+        hits, total = self._index.search(vector, limit, query.filters)
+        return Retrieved(
+            [Candidate(h.chunk_id, h.similarity, min(1.0, max(0.0, h.similarity))) for h in hits],
+            total if total is not None else len(hits),
+        )
+
+
+RetrieverFactory = Callable[..., Retriever]
+RETRIEVERS: dict[str, type] = {
+    "keyword": KeywordRetriever,
+    "semantic": SemanticRetriever,
+}
+
+
+def strategy_names(requested: Sequence[str]) -> list[str]:
+    """Expand "hybrid" into the concrete strategies, keeping a stable order and no duplicates."""
+    order = ("keyword", "semantic", "graph")
+    wanted: set[str] = set()
+    for name in requested:
+        wanted.update(order if name == "hybrid" else (name,))
+    return [n for n in order if n in wanted]

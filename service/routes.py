@@ -1,0 +1,139 @@
+"""HTTP routes: thin wrappers that parse, delegate to the engine off the event loop, and serialise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from schemas.base import SCHEMA_VERSION
+from schemas.errors import translate_errors
+from schemas.search import SearchRequest, SearchResult
+from service.deps import EngineDep, LanguageDep, require_api_key
+from service.engine import InvalidSearch, NotReady
+from service.problems import Problem, ProblemError, field_error
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "content": {"application/problem+json": {}}}
+    for status in (400, 401, 413, 415, 422, 503)
+}
+_SEARCH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchRequest"}}},
+    }
+}
+
+health = APIRouter(tags=["health"])
+api = APIRouter(dependencies=[Depends(require_api_key)], tags=["search"])
+
+
+@health.get("/livez", summary="Liveness: the process answers")
+async def livez() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@health.get(
+    "/readyz", summary="Readiness: index and models loaded (503 with per-component status until then)"
+)
+async def readyz(engine: EngineDep) -> JSONResponse:
+    components = {name: {"ready": c.ready, "detail": c.detail} for name, c in engine.components.items()}
+    body = {
+        "status": "ready" if engine.ready else "not-ready",
+        "components": components,
+        "indexVersion": engine.index.version_name if engine.components["index"].ready else None,
+        "schemaVersion": SCHEMA_VERSION,
+    }
+    return JSONResponse(body, status_code=200 if engine.ready else 503)
+
+
+async def read_json_body(request: Request, limit: int) -> bytes:
+    """The raw body, refusing the wrong media type, oversized bodies and invalid UTF-8 with clear errors."""
+    ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if ctype not in ("application/json", "") and not ctype.endswith("+json"):
+        raise ProblemError(415, errors=[field_error(request, "body", "unsupported_media_type")])
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProblemError(400, errors=[field_error(request, "body", "invalid_utf8")]) from None
+    return body
+
+
+def parse_search_request(body: bytes, lang: LanguageDep) -> SearchRequest:
+    try:
+        return SearchRequest.model_validate_json(body)
+    except ValidationError as exc:
+        errors = translate_errors(exc, lang)
+        status = 400 if any(e.code in ("json_invalid", "json_type") for e in errors) else 422
+        raise ProblemError(status, errors=errors) from None
+
+
+@api.post(
+    "/v1/search",
+    summary="Hybrid search (keyword, semantic, graph) fused with weighted RRF",
+    response_model=SearchResult,
+    responses=_ERRORS,
+    openapi_extra=_SEARCH_BODY,
+)
+async def search(request: Request, engine: EngineDep, lang: LanguageDep) -> Response:
+    body = await read_json_body(request, engine.settings.max_body_bytes)
+    search_request = parse_search_request(body, lang)
+    try:
+        result = await run_in_threadpool(engine.search, search_request, request.state.request_id)
+    except NotReady as exc:
+        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
+    except InvalidSearch as exc:
+        raise ProblemError(422, errors=[field_error(request, exc.path, exc.code, exc.ctx)]) from None
+    return Response(result.model_dump_json(by_alias=True), media_type="application/json")
+
+
+api.add_api_route(
+    "/search",
+    search,
+    methods=["POST"],
+    summary="Alias of POST /v1/search",
+    response_model=SearchResult,
+    responses=_ERRORS,
+    openapi_extra=_SEARCH_BODY,
+)
+
+
+@api.get("/v1/documents/{doc_id}", summary="A document's full text and metadata", responses=_ERRORS)
+async def get_document(doc_id: str, engine: EngineDep) -> dict[str, Any]:
+    try:
+        index = engine.index
+    except NotReady as exc:
+        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
+    doc = index.documents.get(doc_id)
+    if doc is None:
+        raise ProblemError(404, f"no document with id {doc_id!r}")
+    chunk_ids = index.chunks_by_doc.get(doc_id, [])
+    return {
+        "id": doc.doc_id,
+        "fileId": doc.file_id,
+        "title": doc.title,
+        "text": doc.text,
+        "url": doc.url or f"{engine.settings.base_url}/v1/documents/{doc.doc_id}",
+        "sourceUrl": doc.url,
+        "date": doc.date,
+        "language": doc.language,
+        "metadata": doc.metadata,
+        "chunks": [
+            {"id": c.chunk_id, "position": c.position, "start": c.start, "end": c.end} for c in chunk_ids
+        ],
+        "indexVersion": index.version_name,
+    }

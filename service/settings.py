@@ -1,0 +1,37 @@
+"""Service configuration from environment variables prefixed `HYBRIDRAG_` (or a `.env` file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting can be given as `HYBRIDRAG_<NAME>`, e.g. `HYBRIDRAG_INDEX_DIR=/data/index`."""
+
+    model_config = SettingsConfigDict(env_prefix="HYBRIDRAG_", env_file=".env", extra="ignore")
+
+    index_dir: Path = Field(Path("./index"), description="Index directory (the one holding `current`).")
+    host: str = Field("127.0.0.1", description="Address to bind; loopback unless you mean otherwise.")
+    port: int = Field(8000, ge=1, le=65535)
+    embedding_model: str = Field(
+        "minilm", description="Query embedding model; must be the model the index was built with."
+    )
+    load_embedder: bool = Field(True, description="Load the embedding model (semantic search) at start-up.")
+    api_key: SecretStr | None = Field(None, description="When set, search and document endpoints need it.")
+    max_body_bytes: int = Field(1_000_000, ge=1_024, description="Largest accepted request body.")
+    search_budget_s: float = Field(
+        10.0, gt=0, le=60, description="Time budget per search; stages that would overrun are skipped."
+    )
+    search_threads: int = Field(8, ge=1, le=64, description="Threads for running retrievers concurrently.")
+    public_base_url: str | None = Field(
+        None, description="Base URL used to give every hit a resolvable url (defaults to http://host:port)."
+    )
+    log_level: str = Field("INFO")
+    log_json: bool = Field(True, description="One JSON object per log line.")
+
+    @property
+    def base_url(self) -> str:
+        return (self.public_base_url or f"http://{self.host}:{self.port}").rstrip("/")

@@ -1,0 +1,285 @@
+"""The HTTP API end to end over the bundled sample corpus (real index, real models)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from schemas.search import SearchResult
+from service.app import create_app
+from service.settings import Settings
+
+
+def search(client: TestClient, body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    r = client.post("/v1/search", json=body, headers=headers)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    SearchResult.model_validate_json(r.content)  # every response is a valid contract document
+    return data
+
+
+def titles(data: dict[str, Any]) -> list[str]:
+    return [item["metadata"]["title"] for item in data["results"]]
+
+
+def test_health(client: TestClient) -> None:
+    assert client.get("/livez").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    body = ready.json()
+    assert body["status"] == "ready" and body["components"]["index"]["ready"] and body["indexVersion"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected_title"),
+    [
+        ("Who discovered radium and polonium?", "Marie Curie and the discovery of radium"),
+        ("codebreaking Enigma Bombe", "Alan Turing, Bletchley Park and the question of machine intelligence"),
+        ("トヨタ自動車を設立したのは誰ですか", "豊田佐吉とトヨタ自動車の創業"),
+        ("中間子の存在を予言した物理学者", "湯川秀樹と中間子理論"),
+        ("first high-speed railway", "The Tokaido Shinkansen"),
+    ],
+)
+def test_hybrid_search_finds_the_right_document(client: TestClient, query: str, expected_title: str) -> None:
+    data = search(client, {"text": query, "options": {"limit": 3}})
+    assert titles(data)[0] == expected_title
+    top = data["results"][0]
+    assert top["type"] == "chunk" and 0 < top["score"] <= 1 and top["score"] == top["relevance"]["combined"]
+    assert top["sources"]["chunkId"] == top["id"] and top["sources"]["fileId"].endswith(".md")
+    assert data["strategies"]["keyword"]["enabled"] and data["strategies"]["semantic"]["enabled"]
+    assert data["query"]["text"] == query and data["query"]["type"] in (
+        "local",
+        "global",
+        "relationship",
+        "hybrid",
+    )
+    assert data["classification"]["originalQuery"] == query
+
+
+def test_highlights_are_character_offsets_into_the_text(client: TestClient) -> None:
+    for query, needle in (("radium Nobel Prize", "radium"), ("東京タワーの設計", "設計")):
+        data = search(client, {"text": query, "options": {"limit": 2}})
+        item = data["results"][0]
+        text = item["content"]["text"]
+        spans = [text[o["start"] : o["end"]] for h in item["highlights"] for o in h["offsets"]]
+        assert needle in spans, spans
+        assert item["highlights"][0]["field"] == "text"
+
+
+def test_keyword_only_search(client: TestClient) -> None:
+    data = search(client, {"text": "Walkman Trinitron", "options": {"strategies": ["keyword"]}})
+    assert data["strategies"]["semantic"]["enabled"] is False
+    assert data["strategies"]["keyword"]["resultCount"] == data["totalCount"] == len(data["results"]) == 1
+    assert titles(data) == ["Sony: Masaru Ibuka and Akio Morita"]
+    assert data["results"][0]["relevance"]["semantic"] == 0
+
+
+def test_graph_only_is_reported_as_skipped(client: TestClient) -> None:
+    data = search(client, {"text": "Toyota", "options": {"strategies": ["graph"]}})
+    assert data["results"] == [] and data["totalCount"] == 0
+    assert any(n["stage"] == "graph" and n["status"] == "skipped" for n in data["notes"])
+
+
+def test_unavailable_stages_are_reported_not_silent(client: TestClient) -> None:
+    data = search(client, {"text": "Toyota", "options": {"cragEnabled": True}})
+    stages = {n["stage"]: n for n in data["notes"]}
+    assert stages["rerank"]["status"] == "skipped" and stages["crag"]["status"] == "skipped"
+    quiet = search(client, {"text": "Toyota", "options": {"rerankEnabled": False, "strategies": ["keyword"]}})
+    assert quiet["notes"] == []
+
+
+def test_paging_is_stable_and_total_is_consistent(client: TestClient) -> None:
+    base = {"text": "Japanese company founded in Tokyo", "filters": {"minRelevance": 0}}
+    full = search(client, {**base, "options": {"limit": 10}})
+    p1 = search(client, {**base, "options": {"limit": 4, "offset": 0}})
+    p2 = search(client, {**base, "options": {"limit": 4, "offset": 4}})
+    ids = [r["id"] for r in full["results"]]
+    assert [r["id"] for r in p1["results"] + p2["results"]] == ids[:8]
+    assert p1["totalCount"] == p2["totalCount"] == full["totalCount"] >= 10
+    beyond = search(client, {**base, "options": {"limit": 5, "offset": 10_000}})
+    assert beyond["results"] == [] and beyond["totalCount"] == full["totalCount"]
+
+
+def test_file_and_date_filters_apply_to_every_strategy(client: TestClient) -> None:
+    data = search(
+        client, {"text": "Nobel Prize", "filters": {"fileIds": ["yukawa-ja.md"], "minRelevance": 0}}
+    )
+    assert data["results"] and {r["sources"]["fileId"] for r in data["results"]} == {"yukawa-ja.md"}
+    dated = search(
+        client,
+        {
+            "text": "company founded",
+            "filters": {"dateRange": {"start": "1940-01-01", "end": "1960-12-31"}, "minRelevance": 0},
+        },
+    )
+    years = {r["metadata"]["date"][:4] for r in dated["results"]}
+    assert years and all(1940 <= int(y) <= 1960 for y in years)
+    none = search(client, {"text": "Toyota", "filters": {"fileIds": [], "minRelevance": 0}})
+    assert none["results"] == [] and none["totalCount"] == 0
+
+
+def test_min_relevance_cuts_results(client: TestClient) -> None:
+    loose = search(client, {"text": "radium", "filters": {"minRelevance": 0}})
+    strict = search(client, {"text": "radium", "filters": {"minRelevance": 0.9}})
+    assert all(r["score"] >= 0.9 for r in strict["results"])
+    assert strict["totalCount"] < loose["totalCount"]
+
+
+def test_type_and_weights_in_the_request_win(client: TestClient) -> None:
+    body = {
+        "text": "Toyota",
+        "type": "global",
+        "options": {"weights": {"keyword": 1.0, "semantic": 0.0, "graph": 0.0}},
+    }
+    data = search(client, body)
+    assert data["query"]["type"] == "global"
+    assert data["query"]["options"]["weights"] == {"keyword": 1.0, "semantic": 0.0, "graph": 0.0}
+    auto = search(client, {"text": "relationship between Sakichi Toyoda and Toyota Motor"})
+    assert auto["query"]["type"] == "relationship"
+    assert auto["query"]["options"]["weights"] == auto["classification"]["suggestedWeights"]
+
+
+def test_metadata_and_context(client: TestClient) -> None:
+    data = search(client, {"text": "Trinitron colour television", "options": {"limit": 1}})
+    meta = data["results"][0]["metadata"]
+    assert meta["url"].startswith("http") and meta["language"] == "en" and meta["docId"]
+    bare = search(
+        client,
+        {"text": "Trinitron", "options": {"limit": 1, "includeMetadata": False, "includeHighlights": False}},
+    )
+    assert bare["results"][0]["metadata"] is None and bare["results"][0]["highlights"] == []
+
+
+def test_precomputed_embedding(client: TestClient, embedder) -> None:  # type: ignore[no-untyped-def]
+    vector = embedder.embed_queries(["Bletchley Park codebreakers"])[0].tolist()
+    data = search(
+        client, {"text": "zzz", "embedding": vector, "options": {"strategies": ["semantic"], "limit": 1}}
+    )
+    assert titles(data) == ["Alan Turing, Bletchley Park and the question of machine intelligence"]
+    r = client.post(
+        "/v1/search", json={"text": "x", "embedding": [0.1] * 10}, headers={"Accept-Language": "en"}
+    )
+    assert r.status_code == 422
+    assert r.json()["errors"] == [
+        {
+            "path": "embedding",
+            "code": "embedding_dimension",
+            "message": "Embedding must have 384 dimensions (got 10)",
+        }
+    ]
+
+
+def test_alias_route(client: TestClient) -> None:
+    body = {"text": "Kyoto Protocol", "options": {"limit": 3}}
+    a = client.post("/search", json=body).json()
+    b = client.post("/v1/search", json=body).json()
+    assert [r["id"] for r in a["results"]] == [r["id"] for r in b["results"]]
+
+
+def test_validation_errors_are_problem_json_in_both_languages(client: TestClient) -> None:
+    bad = {
+        "text": "",
+        "options": {"limit": 0, "weights": {"keyword": 0.5, "semantic": 0.5, "graph": 0.5}},
+        "x": 1,
+    }
+    ja = client.post("/v1/search", json=bad, headers={"X-Request-ID": "req-123"})
+    assert ja.status_code == 422 and ja.headers["content-type"] == "application/problem+json"
+    assert ja.headers["X-Request-ID"] == "req-123"
+    body = ja.json()
+    assert body["status"] == 422 and body["requestId"] == "req-123" and body["instance"] == "/v1/search"
+    assert {(e["path"], e["message"]) for e in body["errors"]} == {
+        ("text", "1文字以上である必要があります"),
+        ("options.limit", "1以上である必要があります"),
+        ("options.weights", "検索重みの合計は1.0である必要があります"),
+        ("x", "不明なフィールドです"),
+    }
+    en = client.post("/v1/search", json=bad, headers={"Accept-Language": "en-US,en;q=0.9"}).json()
+    assert {(e["path"], e["message"]) for e in en["errors"]} == {
+        ("text", "Must be at least 1 characters"),
+        ("options.limit", "Must be greater than or equal to 1"),
+        ("options.weights", "Search weights must sum to 1.0"),
+        ("x", "Unknown field"),
+    }
+
+
+def test_malformed_requests(client: TestClient) -> None:
+    r = client.post("/v1/search", content=b'{"text": ', headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["errors"][0]["code"] == "json_invalid"
+    r = client.post(
+        "/v1/search", content=b'{"text": "\xff\xfe"}', headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 400 and r.json()["errors"][0]["code"] == "invalid_utf8"
+    r = client.post(
+        "/v1/search", content=b"text=x", headers={"content-type": "application/x-www-form-urlencoded"}
+    )
+    assert r.status_code == 415 and r.json()["errors"][0]["path"] == "body"
+    r = client.post(
+        "/v1/search",
+        content=b'{"text": "' + b"a" * 2_000_000 + b'"}',
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 413 and r.json()["errors"][0]["code"] == "body_too_large"
+    r = client.post(
+        "/v1/search",
+        content=b'{"text": "q", "options": {"weights": {"keyword": NaN, "semantic": 0.5, "graph": 0.5}}}',
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 422 and r.json()["errors"][0]["path"] == "options.weights.keyword"
+    assert client.get("/v1/search").status_code == 405
+    assert client.get("/nope").json()["status"] == 404
+
+
+def test_documents_endpoint(client: TestClient) -> None:
+    data = search(client, {"text": "Shibusawa", "options": {"limit": 1}})
+    doc_id = data["results"][0]["metadata"]["docId"]
+    doc = client.get(f"/v1/documents/{doc_id}").json()
+    assert doc["id"] == doc_id and doc["chunks"] and data["results"][0]["content"]["text"] in doc["text"]
+    missing = client.get("/v1/documents/..%2F..%2Fetc%2Fpasswd")
+    assert missing.status_code == 404 and missing.headers["content-type"] == "application/problem+json"
+
+
+def test_not_ready_without_an_index(tmp_path: Path) -> None:
+    settings = Settings(index_dir=tmp_path / "none", load_embedder=False, _env_file=None)  # type: ignore[call-arg]
+    with TestClient(create_app(settings, wait=True)) as c:
+        r = c.get("/readyz")
+        assert r.status_code == 503 and r.json()["components"]["index"]["ready"] is False
+        assert "hybridrag index build" in r.json()["components"]["index"]["detail"]
+        assert c.get("/livez").status_code == 200
+        s = c.post("/v1/search", json={"text": "x"})
+        assert s.status_code == 503 and s.headers["content-type"] == "application/problem+json"
+
+
+def test_api_key(sample_index: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from service.engine import SearchEngine
+
+    settings = Settings(index_dir=sample_index, api_key="s3cret", _env_file=None)  # type: ignore[call-arg]
+    with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as c:
+        assert c.post("/v1/search", json={"text": "Toyota"}).status_code == 401
+        assert (
+            c.post(
+                "/v1/search", json={"text": "Toyota"}, headers={"Authorization": "Bearer wrong"}
+            ).status_code
+            == 401
+        )
+        assert (
+            c.post(
+                "/v1/search", json={"text": "Toyota"}, headers={"Authorization": "Bearer s3cret"}
+            ).status_code
+            == 200
+        )
+        assert (
+            c.post("/v1/search", json={"text": "Toyota"}, headers={"X-API-Key": "s3cret"}).status_code == 200
+        )
+        assert c.get("/livez").status_code == 200 and c.get("/readyz").status_code == 200
+
+
+def test_index_built_with_another_model_is_refused(sample_index: Path) -> None:
+    settings = Settings(
+        index_dir=sample_index, embedding_model="e5-multilingual", load_embedder=False, _env_file=None
+    )  # type: ignore[call-arg]
+    with TestClient(create_app(settings, wait=True)) as c:
+        detail = c.get("/readyz").json()["components"]["index"]["detail"]
+        assert "built with embedding model 'minilm'" in detail and "HYBRIDRAG_EMBEDDING_MODEL" in detail

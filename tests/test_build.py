@@ -1,0 +1,219 @@
+"""Index builds: reading sources, idempotence, add/delete, bad input, and a crash mid-build."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from indexing import store
+from indexing.build import BuildConfig, IndexBuilder
+from indexing.tables import CHUNKS, DOCUMENTS, read_table
+from indexing.vectors import VectorIndex
+
+
+def write_corpus(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "a.md").write_text(
+        "---\ndate: 2020-05-01\n---\n# Alpha\n\nAlan Turing worked at Bletchley Park.", "utf-8"
+    )
+    (folder / "b.txt").write_text(
+        "Marie Curie discovered radium in Paris. She won two Nobel Prizes.", "utf-8"
+    )
+    (folder / "c.html").write_text(
+        "<html><head><title>Gamma</title><script>var x=1;</script></head><body><p>湯川秀樹は中間子を予言した。</p></body></html>",
+        "utf-8",
+    )
+    lines = [
+        json.dumps(
+            {
+                "_id": "j1",
+                "title": "Sony",
+                "text": "Masaru Ibuka and Akio Morita founded Sony.",
+                "url": "https://example.org/sony",
+            }
+        ),
+        "{not json",
+        json.dumps({"_id": "j2", "title": "", "text": "   "}),
+        json.dumps(
+            {"_id": "j3", "text": "Toyota was founded in 1937.", "date": "1937-08-28", "fileId": "toyota"}
+        ),
+        json.dumps(["not", "an", "object"]),
+        json.dumps({"_id": "j4", "text": "bad date", "date": "yesterday"}),
+    ]
+    (folder / "d.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    (folder / "e.md").write_bytes(b"\xff\xfe not utf-8 \xff")
+    (folder / "ignored.pdf").write_bytes(b"%PDF")
+    return folder
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    return write_corpus(tmp_path / "src")
+
+
+def build(index_dir: Path, source: Path, embedder) -> store.IndexVersion:  # type: ignore[no-untyped-def]
+    IndexBuilder(index_dir, embedder=embedder).build(source)
+    return store.current_version(index_dir)
+
+
+def test_build_reads_every_format_and_reports_bad_input(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    summary = IndexBuilder(tmp_path / "idx", embedder=embedder).build(corpus)
+    assert summary.documents == 5  # a.md, b.txt, c.html, j1, j3
+    skipped = "\n".join(summary.skipped)
+    assert "d.jsonl:2: invalid JSON" in skipped
+    assert "d.jsonl:3: empty document" in skipped
+    assert "d.jsonl:5: a line must be a JSON object" in skipped
+    assert "d.jsonl:6: invalid date 'yesterday'" in skipped
+    assert "e.md: unreadable" in skipped
+    assert len(summary.skipped) == 5
+    docs = {r["doc_id"]: r for r in read_table(Path(summary.path) / DOCUMENTS).to_pylist()}
+    assert docs["j1"]["url"] == "https://example.org/sony"
+    assert docs["j3"]["date"] == "1937-08-28" and docs["j3"]["file_id"] == "toyota"
+    by_file = {r["file_id"]: r for r in docs.values()}
+    assert by_file["a.md"]["title"] == "Alpha" and by_file["a.md"]["date"] == "2020-05-01"
+    assert "date:" not in by_file["a.md"]["text"]
+    assert by_file["c.html"]["title"] == "Gamma" and "var x" not in by_file["c.html"]["text"]
+    assert by_file["c.html"]["language"] == "ja"
+    manifest = store.current_version(tmp_path / "idx").manifest
+    assert manifest["counts"] == {"documents": 5, "chunks": summary.chunks}
+    assert manifest["embedding"]["model"] == "minilm" and manifest["embedding"]["dim"] == 384
+    assert manifest["analyzer"]["japanese"].startswith("sudachi")
+
+
+def test_rebuild_is_idempotent(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    first = build(tmp_path / "one", corpus, embedder)
+    second = build(tmp_path / "two", corpus, embedder)
+    for table in (DOCUMENTS, CHUNKS):
+        assert read_table(first.path / table).equals(read_table(second.path / table))
+    assert first.version != second.version
+
+
+def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    index_dir = tmp_path / "idx"
+    v1 = build(index_dir, corpus, embedder)
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "new.jsonl").write_text(
+        json.dumps(
+            {"_id": "n1", "title": "Kyoto Protocol", "text": "The Kyoto Protocol was adopted in 1997."}
+        )
+        + "\n"
+        + json.dumps(
+            {"_id": "j1", "title": "Sony", "text": "Sony was renamed from Tokyo Tsushin Kogyo in 1958."}
+        )
+        + "\n",
+        "utf-8",
+    )
+    summary = IndexBuilder(index_dir, embedder=embedder).add(extra)
+    v2 = store.current_version(index_dir)
+    assert v2.manifest["parent"] == v1.version and summary.documents == 6  # n1 new, j1 replaced
+    docs = {r["doc_id"]: r for r in read_table(v2.path / DOCUMENTS).to_pylist()}
+    assert "1958" in docs["j1"]["text"]
+    chunk_docs = read_table(v2.path / CHUNKS).column("doc_id").to_pylist()
+    assert chunk_docs.count("j1") == 1 and "n1" in chunk_docs
+    vectors = VectorIndex(v2.path / "vectors", 384)
+    assert vectors._table.count_rows() == len(chunk_docs)
+    assert vectors._table.count_rows("doc_id = 'j1'") == 1
+    # The version served before the update was not modified (hard links are never written through).
+    assert read_table(v1.path / DOCUMENTS).num_rows == 5
+    assert VectorIndex(v1.path / "vectors", 384)._table.count_rows() < len(chunk_docs)
+
+    IndexBuilder(index_dir, embedder=embedder).delete(["j1", "n1"])
+    v3 = store.current_version(index_dir)
+    assert v3.manifest["counts"]["documents"] == 4
+    assert "j1" not in read_table(v3.path / CHUNKS).column("doc_id").to_pylist()
+    assert VectorIndex(v3.path / "vectors", 384)._table.count_rows("doc_id IN ('j1', 'n1')") == 0
+    with pytest.raises(KeyError, match="nope"):
+        IndexBuilder(index_dir, embedder=embedder).delete(["nope"])
+    assert store.current_version(index_dir).version == v3.version
+
+
+def test_keyword_index_follows_add_and_delete(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    from indexing.analyzers import Analyzer
+    from indexing.keyword import KeywordIndex
+
+    index_dir = tmp_path / "idx"
+    before = build(index_dir, corpus, embedder)
+    assert KeywordIndex(before.path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)[1] == 1
+    IndexBuilder(index_dir, embedder=embedder).delete(["j3"])
+    path = store.current_version(index_dir).path
+    hits, total, _ = KeywordIndex(path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)
+    assert total == 0 and hits == []
+    # The version that was serving before the delete still finds it.
+    assert KeywordIndex(before.path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)[1] == 1
+
+
+def test_failure_mid_build_leaves_previous_version_serving(
+    tmp_path: Path, corpus: Path, embedder, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    index_dir = tmp_path / "idx"
+    before = build(index_dir, corpus, embedder)
+
+    def boom(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("indexing.build.VectorIndexWriter.add", boom)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        IndexBuilder(index_dir, embedder=embedder).build(corpus)
+    after = store.current_version(index_dir)
+    assert after.version == before.version
+    assert read_table(after.path / CHUNKS).num_rows > 0
+    assert not list(index_dir.glob(".staging-*"))
+
+
+def test_killed_build_leaves_previous_version_and_a_rerun_completes(tmp_path: Path, corpus: Path) -> None:
+    index_dir = tmp_path / "idx"
+    cmd = [
+        sys.executable,
+        "-m",
+        "service.cli",
+        "index",
+        "build",
+        str(corpus),
+        "--out",
+        str(index_dir),
+        "--embedding-model",
+        "none",
+        "--json",
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+    before = store.current_version(index_dir)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    # Kill it as soon as its staging directory appears (mid-build), or when it ends.
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None and not list(index_dir.glob(".staging-*")):
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert store.current_version(index_dir).manifest["counts"] == before.manifest["counts"]
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+    assert not list(index_dir.glob(".staging-*"))
+    assert store.current_version(index_dir).manifest["counts"] == before.manifest["counts"]
+
+
+def test_incomplete_version_is_refused(tmp_path: Path, corpus: Path) -> None:
+    index_dir = tmp_path / "idx"
+    IndexBuilder(index_dir, BuildConfig(embedding_model=None)).build(corpus)
+    (store.current_version(index_dir).path / "manifest.json").unlink()
+    with pytest.raises(store.IndexUnavailable, match="incomplete"):
+        store.current_version(index_dir)
+    with pytest.raises(store.IndexUnavailable, match="no index"):
+        store.current_version(tmp_path / "missing")
+
+
+def test_old_versions_are_pruned(tmp_path: Path, corpus: Path) -> None:
+    index_dir = tmp_path / "idx"
+    builder = IndexBuilder(index_dir, BuildConfig(embedding_model=None))
+    for _ in range(4):
+        builder.build(corpus)
+    versions = sorted(p.name for p in (index_dir / "versions").iterdir())
+    assert len(versions) == store.KEEP_VERSIONS
+    assert store.current_version(index_dir).version == versions[-1]

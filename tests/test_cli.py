@@ -1,0 +1,117 @@
+"""The `hybridrag` console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from service.cli import SAMPLE_CORPUS, app
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["serve"],
+        ["index"],
+        ["index", "build"],
+        ["index", "add"],
+        ["index", "delete"],
+        ["index", "info"],
+        ["schema", "export"],
+    ],
+)
+def test_help(args: list[str]) -> None:
+    result = runner.invoke(app, [*args, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def test_build_info_delete_via_cli(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    result = runner.invoke(
+        app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(out), "--embedding-model", "none", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["documents"] == 12 and summary["chunks"] >= 12 and summary["skipped"] == []
+    info = json.loads(runner.invoke(app, ["index", "info", str(out)]).output)
+    assert info["version"] == summary["version"]
+    again = runner.invoke(
+        app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(out), "--embedding-model", "none", "--json"]
+    )
+    rebuilt = json.loads(again.output)
+    assert rebuilt["version"] != summary["version"] and rebuilt["chunks"] == summary["chunks"]
+    bad = runner.invoke(app, ["index", "delete", "--index", str(out), "--doc-id", "missing"])
+    assert bad.exit_code == 2
+
+
+def test_bad_options_name_the_option(tmp_path: Path) -> None:
+    r = runner.invoke(
+        app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(tmp_path / "i"), "--chunk-overlap", "900"]
+    )
+    assert r.exit_code == 2 and "--chunk-overlap" in r.output
+    r = runner.invoke(app, ["index", "build", str(tmp_path / "missing"), "--out", str(tmp_path / "i")])
+    assert r.exit_code == 2 and "SOURCE" in r.output
+
+
+def test_schema_export(tmp_path: Path) -> None:
+    target = tmp_path / "contract.json"
+    assert runner.invoke(app, ["schema", "export", "--out", str(target)]).exit_code == 0
+    doc = json.loads(target.read_text("utf-8"))
+    assert doc["version"] == "1.0.0" and "SearchWeights" in doc["$defs"]
+
+
+def test_console_script_is_installed() -> None:
+    exe = Path(sys.executable).with_name("hybridrag")
+    result = subprocess.run(
+        [str(exe), "--help"], capture_output=True, text=True, env={**os.environ}, check=False
+    )
+    assert result.returncode == 0 and "serve" in result.stdout and "index" in result.stdout
+
+
+@pytest.mark.slow
+def test_serve_answers_real_hits_on_loopback(sample_index: Path) -> None:
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).with_name("hybridrag")
+    env = {**os.environ, "HYBRIDRAG_LOG_JSON": "true"}
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--index-dir", str(sample_index), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.5)
+        r = httpx.post(
+            f"{base}/v1/search", json={"text": "Who founded Sony?", "options": {"limit": 2}}, timeout=15
+        )
+        assert r.status_code == 200
+        assert r.json()["results"][0]["metadata"]["title"] == "Sony: Masaru Ibuka and Akio Morita"
+        assert r.headers["x-request-id"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -1,0 +1,77 @@
+"""Weighted RRF against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from service.fusion import max_unseen_score, validate_weights, weighted_rrf
+
+
+def test_hand_computed_scores() -> None:
+    fused = weighted_rrf({"a": ["x", "y"], "b": ["y", "z"]}, {"a": 0.5, "b": 0.5}, k=60, normalize=False)
+    scores = {f.id: f.score for f in fused}
+    assert scores["x"] == pytest.approx(0.5 / 61)
+    assert scores["y"] == pytest.approx(0.5 / 62 + 0.5 / 61)
+    assert scores["z"] == pytest.approx(0.5 / 62)
+    assert [f.id for f in fused] == ["y", "x", "z"]
+    assert fused[0].ranks == {"a": 2, "b": 1}
+
+
+def test_normalized_scores_are_in_unit_range() -> None:
+    fused = weighted_rrf({"a": ["x", "y"], "b": ["x"]}, {"a": 0.7, "b": 0.3}, k=10)
+    assert fused[0].id == "x" and fused[0].score == pytest.approx(1.0)
+    assert fused[1].score == pytest.approx((0.7 / 12) / (1.0 / 11))
+    assert all(0 <= f.score <= 1 for f in fused)
+
+
+def test_weights_change_the_order() -> None:
+    rankings = {"keyword": ["k1", "s1"], "semantic": ["s1", "k1"]}
+    assert weighted_rrf(rankings, {"keyword": 0.9, "semantic": 0.1})[0].id == "k1"
+    assert weighted_rrf(rankings, {"keyword": 0.1, "semantic": 0.9})[0].id == "s1"
+
+
+def test_ties_are_deterministic() -> None:
+    # Same score for p and q; best rank equal; id breaks the tie, whatever the input order.
+    one = weighted_rrf({"a": ["q", "p"], "b": ["p", "q"]}, {"a": 0.5, "b": 0.5})
+    two = weighted_rrf({"b": ["p", "q"], "a": ["q", "p"]}, {"a": 0.5, "b": 0.5})
+    assert [f.id for f in one] == [f.id for f in two] == ["p", "q"]
+
+
+def test_k_changes_scores() -> None:
+    small = weighted_rrf({"a": ["x", "y"]}, {"a": 1.0}, k=1, normalize=False)
+    large = weighted_rrf({"a": ["x", "y"]}, {"a": 1.0}, k=1000, normalize=False)
+    assert small[0].score == pytest.approx(0.5) and large[0].score == pytest.approx(1 / 1001)
+
+
+def test_duplicates_keep_first_rank() -> None:
+    fused = weighted_rrf({"a": ["x", "x", "y"]}, {"a": 1.0}, k=60, normalize=False)
+    assert {f.id: f.ranks["a"] for f in fused} == {"x": 1, "y": 3}
+
+
+@pytest.mark.parametrize("bad", [{"a": -0.1}, {"a": 1.5}, {"a": math.nan}, {"a": 0.0}])
+def test_bad_weights_are_rejected(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        weighted_rrf({"a": ["x"]}, bad)
+
+
+def test_missing_weight_and_bad_k() -> None:
+    with pytest.raises(ValueError, match="no weight"):
+        weighted_rrf({"a": ["x"]}, {})
+    with pytest.raises(ValueError, match="k"):
+        weighted_rrf({"a": ["x"]}, {"a": 1.0}, k=0)
+
+
+def test_validate_weights_accepts_zero_for_some() -> None:
+    validate_weights({"a": 0.0, "b": 1.0})
+
+
+def test_max_unseen_score_bounds_every_unseen_candidate() -> None:
+    weights = {"a": 0.35, "b": 0.65}
+    bound = max_unseen_score(weights, depth=100, k=60)
+    assert bound == pytest.approx(61 / 161)
+    # A candidate at rank depth+1 everywhere reaches the bound exactly.
+    rankings = {"a": [f"d{i}" for i in range(101)], "b": [f"d{i}" for i in range(101)]}
+    last = next(f for f in weighted_rrf(rankings, weights) if f.id == "d100")
+    assert last.score == pytest.approx(bound)

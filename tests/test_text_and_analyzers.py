@@ -1,0 +1,118 @@
+"""Sentence splitting, chunk offsets, language detection and keyword analysis in both languages."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexing.analyzers import Analyzer, japanese_bigrams
+from indexing.text import chunk_text, content_hash, detect_language, split_sentences
+
+ANALYZER = Analyzer()
+
+
+def test_japanese_sentences_end_at_kuten() -> None:
+    text = "東京大学の山田教授は研究を始めた。次の年に論文を発表した！本当か？"
+    spans = split_sentences(text)
+    assert [text[s:e] for s, e in spans] == [
+        "東京大学の山田教授は研究を始めた。",
+        "次の年に論文を発表した！",
+        "本当か？",
+    ]
+
+
+def test_english_sentences_keep_abbreviations() -> None:
+    text = "Dr. Smith met Mr. J. Doe in Tokyo. They agreed (e.g. on terms) at 3.5 percent! Why?"
+    got = [text[s:e] for s, e in split_sentences(text)]
+    assert got == [
+        "Dr. Smith met Mr. J. Doe in Tokyo.",
+        "They agreed (e.g. on terms) at 3.5 percent!",
+        "Why?",
+    ]
+
+
+def test_chunks_are_exact_slices_and_bounded() -> None:
+    text = ("Alan Turing worked at Bletchley Park. " * 30) + "湯川秀樹は中間子を予言した。" * 40
+    chunks = chunk_text(text, size=200, overlap=50)
+    assert len(chunks) > 5
+    for c in chunks:
+        assert text[c.start : c.end] == c.text
+        assert len(c.text) <= 200
+    assert [c.position for c in chunks] == list(range(len(chunks)))
+    # Overlap: each chunk starts before the previous one ended, and the whole text is covered.
+    for a, b in itertools.pairwise(chunks):
+        assert b.start <= a.end and b.start > a.start
+    assert chunks[0].start == 0 and chunks[-1].end == len(text)
+
+
+def test_a_sentence_longer_than_a_chunk_is_cut() -> None:
+    text = "word " * 500
+    chunks = chunk_text(text, size=100, overlap=0)
+    assert all(len(c.text) <= 100 for c in chunks)
+    assert "".join(c.text + " " for c in chunks).split() == text.split()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab 。.!?\n東京x")), min_size=0, max_size=400))
+def test_chunk_offsets_property(text: str) -> None:
+    for c in chunk_text(text, size=60, overlap=10):
+        assert text[c.start : c.end] == c.text and 0 < len(c.text) <= 60
+
+
+def test_language_detection() -> None:
+    assert detect_language("東京大学の山田太郎教授は研究を始めた。") == "ja"
+    assert detect_language("Marie Curie discovered radium in Paris.") == "en"
+    assert detect_language("トヨタ (Toyota) は愛知県の自動車メーカーです") == "ja"
+    assert detect_language("12345") == "en"
+
+
+def test_content_hash_is_stable() -> None:
+    assert content_hash("a", "b") == content_hash("a", "b") != content_hash("ab", "")
+
+
+def test_english_analysis_stems_and_drops_stopwords() -> None:
+    assert ANALYZER.tokens("The researchers were running studies on Cells") == [
+        "research",
+        "run",
+        "studi",
+        "cell",
+    ]
+
+
+def test_japanese_analysis_uses_normalized_forms() -> None:
+    tokens = ANALYZER.tokens("東京大学の山田太郎教授は2024年にトヨタ自動車とPythonで共同研究を始めた。")
+    assert {
+        "東京",
+        "大学",
+        "山田",
+        "太郎",
+        "教授",
+        "トヨタ",
+        "自動車",
+        "python",
+        "共同",
+        "研究",
+        "始める",
+    } <= set(tokens)
+    assert "の" not in tokens and "は" not in tokens and "。" not in tokens
+
+
+def test_japanese_query_drops_question_and_light_words() -> None:
+    assert ANALYZER.tokens("トヨタ自動車を設立したのは誰ですか") == ["トヨタ", "自動車", "設立"]
+
+
+def test_full_width_and_half_width_agree() -> None:
+    assert ANALYZER.tokens("ＰＹＴＨＯＮとＡＩ") == ANALYZER.tokens("PythonとAI")
+
+
+def test_bigrams() -> None:
+    assert japanese_bigrams("東京大学のPython研究") == ["東京", "京大", "大学", "学の", "研究"]
+    assert japanese_bigrams("a 京 b") == ["京"]
+
+
+def test_long_japanese_input_is_tokenized_in_pieces() -> None:
+    text = "東京大学の研究者が論文を発表した。" * 4000  # ~68k characters, beyond Sudachi's input limit
+    tokens = ANALYZER.tokens(text)
+    assert tokens.count("論文") == 4000
