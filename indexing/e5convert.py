@@ -219,8 +219,9 @@ def _char_class(cps: list[int]) -> str:
 def convert(source: Path, target: Path) -> Path:
     """Write a sentence-transformers model folder at `target` (atomically: a complete folder or none)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import sentence_transformers.models as models
     import torch
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     e5 = read_e5(source)
