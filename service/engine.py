@@ -20,10 +20,11 @@ import numpy as np
 from indexing import store
 from indexing.embedders import Embedder, ModelUnavailable, load_embedder
 from indexing.filters import ChunkFilters
-from schemas.base import SCHEMA_VERSION
+from schemas.base import SCHEMA_VERSION, QueryTypeName
 from schemas.search import (
     Highlight,
     HighlightOffset,
+    QueryClassification,
     RelevanceScore,
     SearchQuery,
     SearchRequest,
@@ -61,6 +62,21 @@ class InvalidSearch(ValueError):
 
 class NotReady(RuntimeError):
     pass
+
+
+@dataclass(slots=True)
+class Ranking:
+    """The outcome of a search before paging: fused candidates that passed the relevance cut."""
+
+    index: LoadedIndex
+    classification: QueryClassification
+    query_type: QueryTypeName
+    weights: SearchWeights
+    notes: list[StageNote]
+    retrieved: dict[str, Retrieved]
+    timings: dict[str, float]
+    kept: list[FusedItem]
+    total: int
 
 
 @dataclass(slots=True)
@@ -132,21 +148,23 @@ class SearchEngine:
         return index
 
     # -- search
-    def search(self, request: SearchRequest, request_id: str | None = None) -> SearchResult:
-        started = time.perf_counter()
-        deadline = started + self.settings.search_budget_s
+    def rank(self, request: SearchRequest, deadline: float | None = None, min_depth: int = 0) -> Ranking:
+        """Classify, retrieve concurrently, fuse and cut: everything of a search but the page and its items.
+
+        Benchmarks call this directly so that they measure exactly what the service does.
+        """
+        if deadline is None:
+            deadline = time.perf_counter() + self.settings.search_budget_s
         index = self.index
         classification = QueryClassifier(index.analyzer).classify(request.text)
-        qtype = request.type or classification.type
         weights = (
             request.options.weights
             if "weights" in request.options.model_fields_set
             else classification.suggested_weights
         )
         notes: list[StageNote] = []
-        requested = strategy_names(request.options.strategies)
         active = []
-        for name in requested:
+        for name in strategy_names(request.options.strategies):
             if name in index.retrievers:
                 active.append(name)
             else:
@@ -159,7 +177,6 @@ class SearchEngine:
         if request.options.crag_enabled:
             notes.append(StageNote(stage="crag", status="skipped", reason="CRAG scoring is not available"))
         vector = self._query_vector(request, index)
-        filters = _chunk_filters(request)
         weight_map = {name: getattr(weights, name) for name in active}
         if active and sum(weight_map.values()) <= 0:
             # Every running strategy has weight 0: rank by them equally rather than return nothing.
@@ -167,9 +184,8 @@ class SearchEngine:
             notes.append(StageNote(stage="fusion", status="degraded", reason="all active weights were 0"))
         k = request.rrf_config.k
         normalize = request.rrf_config.normalize_scores
-        depth = self._depth(request, weight_map, k, normalize)
-        query = RetrievalQuery(request.text, filters, vector)
-
+        depth = max(min_depth, self._depth(request, weight_map, k, normalize))
+        query = RetrievalQuery(request.text, _chunk_filters(request), vector)
         retrieved, timings = self._run_retrievers(index, active, query, depth, deadline, notes)
         rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items()}
         fused = (
@@ -177,15 +193,30 @@ class SearchEngine:
             if rankings
             else []
         )
-        min_rel = request.filters.min_relevance
-        kept = [f for f in fused if f.score >= min_rel]
-        by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}
+        kept = [f for f in fused if f.score >= request.filters.min_relevance]
         total = len(kept)
         if len(rankings) == 1 and kept and len(kept) == len(fused):
             # Everything one strategy returned passed the cut: its own match count is the honest total.
             only = next(iter(retrieved.values()))
             if len(only.candidates) >= depth:
                 total = max(total, only.total)
+        return Ranking(
+            index=index,
+            classification=classification,
+            query_type=request.type or classification.type,
+            weights=weights,
+            notes=notes,
+            retrieved=retrieved,
+            timings=timings,
+            kept=kept,
+            total=total,
+        )
+
+    def search(self, request: SearchRequest, request_id: str | None = None) -> SearchResult:
+        started = time.perf_counter()
+        ranking = self.rank(request, started + self.settings.search_budget_s)
+        index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
+        by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}
         page = kept[request.options.offset : request.options.offset + request.options.limit]
         query_tokens = set(index.keyword.query_terms(request.text)[0])
         items = [self._item(index, f, by_strategy, query_tokens, request) for f in page]
@@ -201,22 +232,22 @@ class SearchEngine:
             for name in STRATEGIES
         }
         effective_options = request.options.model_copy(
-            update={"weights": SearchWeights.model_validate(weights.model_dump())}
+            update={"weights": SearchWeights.model_validate(ranking.weights.model_dump())}
         )
         return SearchResult(
             query=SearchQuery(
                 text=request.text,
-                type=qtype,
+                type=ranking.query_type,
                 embedding=request.embedding,
                 filters=request.filters,
                 options=effective_options,
             ),
             results=items,
-            total_count=total,
+            total_count=ranking.total,
             processing_time=round((time.perf_counter() - started) * 1000, 3),
             strategies=SearchStrategyMetrics(**metrics),
-            classification=classification,
-            notes=notes,
+            classification=ranking.classification,
+            notes=ranking.notes,
             index_version=index.version_name,
             request_id=request_id,
             schema_version=SCHEMA_VERSION,

@@ -1,0 +1,138 @@
+"""Shared pieces of the benchmarks: BEIR datasets, cached indexes, machine facts, result files."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+CACHE = Path(__file__).parent / ".cache"
+RESULTS = Path(__file__).parent / "results"
+
+
+@dataclass(slots=True)
+class BeirDataset:
+    name: str
+    corpus: Path
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_beir(path: Path, split: str) -> BeirDataset:
+    """Queries that have judgements in `qrels/<split>.tsv`, and those judgements."""
+    qrels: dict[str, dict[str, int]] = {}
+    lines = (path / "qrels" / f"{split}.tsv").read_text("utf-8").splitlines()
+    for line in lines[1:]:
+        if not line.strip():
+            continue
+        qid, did, score = line.split("\t")
+        if int(score) > 0:
+            qrels.setdefault(qid, {})[did] = int(score)
+    queries = {}
+    with open(path / "queries.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            record = json.loads(line)
+            if record["_id"] in qrels:
+                queries[record["_id"]] = record["text"]
+    return BeirDataset(path.name, path / "corpus.jsonl", queries, {q: qrels[q] for q in queries})
+
+
+def fingerprint(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    return {"path": str(path.resolve()), "bytes": st.st_size, "mtime": int(st.st_mtime)}
+
+
+def cached_index(
+    dataset: BeirDataset, config: Any, cache: Path | None = None, rebuild: bool = False
+) -> tuple[Path, dict[str, Any] | None]:
+    """An index of the dataset's corpus for `config`, built once and reused while corpus and config match.
+
+    Returns the index directory and the build summary when a build happened (None when reused).
+    """
+    from dataclasses import asdict
+
+    from indexing.build import IndexBuilder, tqdm_progress
+    from indexing.store import IndexUnavailable, current_version
+
+    model = config.embedding_model or "none"
+    index_dir = (cache or CACHE) / f"{dataset.name}-{model.replace('/', '_')}-{config.chunk_size}"
+    stamp = {"corpus": fingerprint(dataset.corpus), "config": asdict(config)}
+    stamp_file = index_dir / "bench-stamp.json"
+    if not rebuild and stamp_file.is_file():
+        try:
+            current_version(index_dir)
+            if json.loads(stamp_file.read_text("utf-8")) == stamp:
+                return index_dir, None
+        except (IndexUnavailable, json.JSONDecodeError):
+            pass
+    summary = IndexBuilder(index_dir, config, progress=tqdm_progress()).build(dataset.corpus)
+    stamp_file.write_text(json.dumps(stamp, indent=2), "utf-8")
+    return index_dir, summary.as_dict()
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = None
+    with contextlib.suppress(ValueError, OSError):
+        mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memoryGiB": mem,
+        "python": platform.python_version(),
+        "commit": _git_commit(),
+    }
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parent,
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def write_results(out: Path, data: dict[str, Any], markdown: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", "utf-8")
+    out.with_suffix(".md").write_text(markdown, "utf-8")
+
+
+def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
+    def cell(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return "" if v is None else str(v)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def percentile(values: list[float], q: float) -> float:
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else 0.0

@@ -1,0 +1,182 @@
+"""Retrieval quality on a BEIR-layout dataset, through the same code path as the service.
+
+For each strategy (and hybrid) every query goes through `SearchEngine.rank`, chunks are mapped to their
+documents (a document takes its best chunk's rank), and nDCG@10, Recall@100, MRR@10, Recall@2 and Recall@5
+are computed with ranx. A reference BM25 (bm25s, k1=0.9, b=0.4, the same tokens as our keyword index) runs
+beside it so the ratio of our BM25 to a reference BM25 is known.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import BeirDataset, cached_index, load_beir, machine, markdown_table, now, percentile
+
+METRICS = ("ndcg@10", "recall@100", "mrr@10", "recall@2", "recall@5")
+DOC_DEPTH = 100
+CHUNK_DEPTH = 300
+
+# Published anchors (BEIR paper / Anserini / SBERT), quoted beside our numbers; SciFact's test split, not ours.
+ANCHORS = {
+    "scifact": {
+        "BM25 (BEIR paper)": 0.665,
+        "BM25 (Anserini)": 0.679,
+        "BM25 + ms-marco-MiniLM-L-6-v2 rerank (BEIR paper)": 0.688,
+        "all-MiniLM-L6-v2 (SBERT)": 0.645,
+    }
+}
+
+
+def evaluate(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> dict[str, float]:
+    """ranx metrics; a query with no result counts as zero (ranx needs a non-empty run per query)."""
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
+
+    filled = {q: (run.get(q) or {"__none__": 0.0}) for q in qrels}
+    scores = ranx_evaluate(Qrels(qrels), Run(filled), list(METRICS), make_comparable=True)
+    return {m: round(float(scores[m]), 4) for m in METRICS}
+
+
+def run_strategy(
+    engine: Any, dataset: BeirDataset, strategies: Sequence[str]
+) -> tuple[dict[str, dict[str, float]], list[float]]:
+    from schemas.search import SearchRequest
+
+    run: dict[str, dict[str, float]] = {}
+    latencies = []
+    chunks = engine.index.chunks
+    for qid, text in dataset.queries.items():
+        request = SearchRequest.model_validate(
+            {
+                "text": text[:1000],
+                "filters": {"minRelevance": 0},
+                "options": {"strategies": list(strategies), "limit": 100, "rerankEnabled": False},
+            }
+        )
+        t0 = time.perf_counter()
+        ranking = engine.rank(request, min_depth=CHUNK_DEPTH)
+        latencies.append((time.perf_counter() - t0) * 1000)
+        docs: dict[str, float] = {}
+        for item in ranking.kept:
+            doc_id = chunks[item.id].doc_id
+            if doc_id not in docs:
+                docs[doc_id] = float(DOC_DEPTH - len(docs))  # rank-preserving score
+                if len(docs) >= DOC_DEPTH:
+                    break
+        run[qid] = docs
+    return run, latencies
+
+
+def bm25s_baseline(dataset: BeirDataset) -> tuple[dict[str, dict[str, float]], list[float]]:
+    """bm25s over whole documents (title + text) with our analyzer's tokens, k1=0.9, b=0.4."""
+    import bm25s
+
+    from indexing.analyzers import Analyzer
+    from indexing.sources import SourceReport, iter_documents
+
+    analyzer = Analyzer()
+    ids, corpus_tokens = [], []
+    for doc in iter_documents(dataset.corpus, SourceReport()):
+        ids.append(doc.doc_id)
+        corpus_tokens.append(analyzer.tokens(f"{doc.title}\n{doc.text}"))
+    vocab: dict[str, int] = {}
+    as_ids = [[vocab.setdefault(t, len(vocab)) for t in toks] for toks in corpus_tokens]
+    retriever = bm25s.BM25(k1=0.9, b=0.4)
+    retriever.index(bm25s.tokenization.Tokenized(ids=as_ids, vocab=vocab), show_progress=False)
+    run: dict[str, dict[str, float]] = {}
+    latencies = []
+    for qid, text in dataset.queries.items():
+        t0 = time.perf_counter()
+        q = [vocab[t] for t in analyzer.tokens(text) if t in vocab]
+        if not q:
+            run[qid] = {}
+            continue
+        results, scores = retriever.retrieve(
+            [q], k=min(DOC_DEPTH, len(ids)), show_progress=False, n_threads=1
+        )
+        latencies.append((time.perf_counter() - t0) * 1000)
+        run[qid] = {ids[int(d)]: float(s) for d, s in zip(results[0], scores[0], strict=True) if s > 0}
+    return run, latencies
+
+
+def run_quality(
+    dataset_dir: Path,
+    split: str,
+    strategies: Sequence[str],
+    embedding_model: str = "minilm",
+    chunk_size: int = 800,
+    max_queries: int | None = None,
+    cache: Path | None = None,
+    baseline: bool = True,
+) -> dict[str, Any]:
+    from indexing.build import BuildConfig
+    from service.engine import SearchEngine
+    from service.settings import Settings
+
+    dataset = load_beir(dataset_dir, split)
+    if max_queries is not None:
+        keep = sorted(dataset.queries)[:max_queries]
+        dataset = BeirDataset(
+            dataset.name,
+            dataset.corpus,
+            {q: dataset.queries[q] for q in keep},
+            {q: dataset.qrels[q] for q in keep},
+        )
+    config = BuildConfig(embedding_model=embedding_model, chunk_size=chunk_size)
+    index_dir, build = cached_index(dataset, config, cache)
+    settings = Settings(index_dir=index_dir, embedding_model=embedding_model, _env_file=None)
+    engine = SearchEngine(settings)
+    engine.start()
+    if not engine.components["index"].ready:
+        raise RuntimeError(engine.components["index"].detail)
+    results: dict[str, Any] = {}
+    for name in strategies:
+        run, latencies = run_strategy(engine, dataset, [name])
+        results[name] = {
+            "metrics": evaluate(dataset.qrels, run),
+            "p50ms": round(percentile(latencies, 50), 2),
+            "p95ms": round(percentile(latencies, 95), 2),
+        }
+    if baseline:
+        run, latencies = bm25s_baseline(dataset)
+        results["bm25s (reference)"] = {
+            "metrics": evaluate(dataset.qrels, run),
+            "p50ms": round(percentile(latencies, 50), 2),
+            "p95ms": round(percentile(latencies, 95), 2),
+        }
+    engine.close()
+    return {
+        "benchmark": "quality",
+        "dataset": dataset.name,
+        "split": split,
+        "queries": len(dataset.queries),
+        "date": now(),
+        "machine": machine(),
+        "config": {"embeddingModel": embedding_model, "chunkSize": chunk_size, "indexDir": str(index_dir)},
+        "build": build,
+        "results": results,
+        "anchors": ANCHORS.get(dataset.name, {}),
+    }
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    headers = ["system", *METRICS, "p50 ms", "p95 ms"]
+    rows = [
+        [name, *(r["metrics"][m] for m in METRICS), r["p50ms"], r["p95ms"]]
+        for name, r in report["results"].items()
+    ]
+    title = (
+        f"### {report['dataset']} ({report['split']}, {report['queries']} queries) — "
+        f"{report['config']['embeddingModel']}, {report['date'][:10]}, {report['machine']['cores']} cores\n\n"
+    )
+    text = title + markdown_table(headers, rows)
+    if report["anchors"]:
+        text += (
+            "\nPublished anchors (nDCG@10, test split): "
+            + "; ".join(f"{k} {v:.3f}" for k, v in report["anchors"].items())
+            + "\n"
+        )
+    return text
