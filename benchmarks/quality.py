@@ -61,6 +61,8 @@ def run_strategy(
         latencies.append((time.perf_counter() - t0) * 1000)
         docs: dict[str, float] = {}
         for item in ranking.kept:
+            if item.id not in chunks:
+                continue  # entity and community results have no document of their own
             doc_id = chunks[item.id].doc_id
             if doc_id not in docs:
                 docs[doc_id] = float(DOC_DEPTH - len(docs))  # rank-preserving score

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 from indexing import store
 from indexing.analyzers import Analyzer
 from indexing.embedders import Embedder, load_embedder
+from indexing.entities import EntityExtractor, Mention
+from indexing.graph import ChunkMentions, build_graph
 from indexing.keyword import KeywordIndexWriter, KeywordRow
 from indexing.sources import Document, SkippedItem, SourceReport, iter_documents
 from indexing.tables import (
@@ -28,12 +30,15 @@ from indexing.tables import (
     CHUNKS,
     DOCUMENT_SCHEMA,
     DOCUMENTS,
+    MENTIONS,
     Chunk,
     chunk_from_row,
     chunk_row,
     document_from_row,
     document_row,
+    read_mentions,
     read_table,
+    write_mentions,
     write_table,
 )
 from indexing.text import chunk_text, content_hash
@@ -54,6 +59,7 @@ class BuildConfig:
     japanese_tokens: bool = True
     bigram_weight: float = 0.3
     embed_batch_size: int = 32
+    graph: bool = True
 
     @classmethod
     def from_manifest(cls, manifest: dict[str, Any]) -> BuildConfig:
@@ -115,7 +121,7 @@ def make_chunks(doc: Document, config: BuildConfig) -> list[Chunk]:
     ]
 
 
-def _parse_date(value: str | None) -> datetime | None:
+def parse_date(value: str | None) -> datetime | None:
     if not value:
         return None
     parsed = datetime.fromisoformat(value)
@@ -258,9 +264,18 @@ class IndexBuilder:
         docs = [d for d in old_docs if d.doc_id not in remove_ids] + new_docs
         chunks = [c for c in old_chunks if c.doc_id not in remove_ids] + new_chunks
         titles = {d.doc_id: d.title for d in docs}
-        dates = {d.doc_id: _parse_date(d.date) for d in docs}
+        dates = {d.doc_id: parse_date(d.date) for d in docs}
 
         analyzer = Analyzer(config.sudachi_mode)
+        mentions: dict[str, list[Mention]] = {}
+        if config.graph:
+            if base is not None and (base.path / MENTIONS).is_file():
+                mentions = read_mentions(base.path / MENTIONS, {c.chunk_id for c in chunks})
+            extractor = EntityExtractor(analyzer)
+            with stages.timed("entities"):
+                for c in self._progress(new_chunks, "entities", len(new_chunks)):
+                    mentions[c.chunk_id] = extractor.extract(c.text)
+                    c.entity_types = sorted({m.type for m in mentions[c.chunk_id]})
         with stages.timed("keyword"):
             kw = KeywordIndexWriter(staging / "keyword", analyzer, create=create)
             if removed:
@@ -302,6 +317,24 @@ class IndexBuilder:
                 ann = vw.finish()
             embedding = {"model": config.embedding_model, "name": embedder.name, "dim": embedder.dim, **ann}
 
+        graph_counts: dict[str, int] | None = None
+        if config.graph:
+            with stages.timed("graph"):
+                graph = build_graph(
+                    ChunkMentions(c.chunk_id, c.file_id, c.text, mentions.get(c.chunk_id, ())) for c in chunks
+                )
+                write_mentions(staging / MENTIONS, mentions, [c.chunk_id for c in chunks])
+            community_vectors = None
+            if embedder is not None and graph.communities:
+                with stages.timed("embed"):
+                    community_vectors = embedder.embed_passages([cm.report for cm in graph.communities])
+            graph.save(staging / "graph", community_vectors)
+            graph_counts = {
+                "entities": len(graph.entities),
+                "relations": len(graph.relations),
+                "communities": len(graph.communities),
+            }
+
         with stages.timed("tables"):
             write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA)
             write_table(staging / CHUNKS, [chunk_row(c) for c in chunks], CHUNK_SCHEMA)
@@ -315,6 +348,7 @@ class IndexBuilder:
             "analyzer": analyzer.settings(),
             "embedding": embedding,
             "counts": {"documents": len(docs), "chunks": len(chunks)},
+            "graph": graph_counts,
             "stageSeconds": {k: round(v, 3) for k, v in stages.seconds.items()},
         }
         with stages.timed("publish"):

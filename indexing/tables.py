@@ -11,10 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.feather as feather
 
+from indexing.entities import Mention
 from indexing.sources import Document
 
 DOCUMENTS = "documents.arrow"
 CHUNKS = "chunks.arrow"
+MENTIONS = "mentions.arrow"
 
 DOCUMENT_SCHEMA = pa.schema(
     [
@@ -111,3 +113,42 @@ def chunk_row(chunk: Chunk) -> dict[str, Any]:
 
 def chunk_from_row(row: dict[str, Any]) -> Chunk:
     return Chunk(**{k: row[k] for k in CHUNK_SCHEMA.names})
+
+
+MENTION_SCHEMA = pa.schema(
+    [
+        ("chunk_id", pa.string()),
+        ("key", pa.string()),
+        ("surface", pa.string()),
+        ("type", pa.string()),
+        ("sentence_start", pa.int32()),
+        ("sentence_end", pa.int32()),
+    ]
+)
+
+
+def write_mentions(path: Path, mentions: dict[str, list[Mention]], chunk_order: list[str]) -> None:
+    """Entity mentions per chunk, kept so an update re-extracts only the chunks it adds."""
+    rows = [
+        {
+            "chunk_id": cid,
+            "key": m.key,
+            "surface": m.surface,
+            "type": m.type,
+            "sentence_start": m.sentence_start,
+            "sentence_end": m.sentence_end,
+        }
+        for cid in chunk_order
+        for m in mentions.get(cid, ())
+    ]
+    write_table(path, rows, MENTION_SCHEMA)
+
+
+def read_mentions(path: Path, keep: set[str]) -> dict[str, list[Mention]]:
+    out: dict[str, list[Mention]] = {}
+    for row in read_table(path).to_pylist():
+        if row["chunk_id"] in keep:
+            out.setdefault(row["chunk_id"], []).append(
+                Mention(row["key"], row["surface"], row["type"], row["sentence_start"], row["sentence_end"])
+            )
+    return out

@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -185,7 +186,21 @@ class SearchEngine:
         k = request.rrf_config.k
         normalize = request.rrf_config.normalize_scores
         depth = max(min_depth, self._depth(request, weight_map, k, normalize))
-        query = RetrievalQuery(request.text, _chunk_filters(request), vector)
+        qtype = request.type or classification.type
+        if (
+            vector is None
+            and self._embedder is not None
+            and ("semantic" in active or ("graph" in active and qtype in ("global", "hybrid")))
+        ):
+            # One query embedding serves the semantic retriever and the graph's community search.
+            vector = self._embedder.embed_queries([request.text])[0]
+        query = RetrievalQuery(
+            request.text,
+            _chunk_filters(request),
+            vector,
+            query_type=qtype,
+            entities=tuple(classification.extracted_entities),
+        )
         retrieved, timings = self._run_retrievers(index, active, query, depth, deadline, notes)
         rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items()}
         fused = (
@@ -203,7 +218,7 @@ class SearchEngine:
         return Ranking(
             index=index,
             classification=classification,
-            query_type=request.type or classification.type,
+            query_type=qtype,
             weights=weights,
             notes=notes,
             retrieved=retrieved,
@@ -308,6 +323,102 @@ class SearchEngine:
                 notes.append(StageNote(stage=name, status="failed", reason=f"{type(exc).__name__}: {exc}"))
         return out, timings
 
+    @staticmethod
+    def _chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResultSources:
+        """The chunk's entities, their most common community and the relations among them."""
+        retriever = index.retrievers.get("graph")
+        if retriever is None:
+            return SearchResultSources(
+                chunk_id=chunk_id, file_id=file_id, entity_ids=[], community_id=None, relation_ids=[]
+            )
+        graph = retriever.graph  # type: ignore[attr-defined]
+        entity_ids = graph.entities_of_chunk.get(chunk_id, [])[:20]
+        communities = Counter(graph.community_of[e] for e in entity_ids if e in graph.community_of)
+        community = min(communities, key=lambda c: (-communities[c], c)) if communities else None
+        relation_ids = [
+            rid
+            for e in entity_ids
+            for rid in graph.relations_of.get(e, [])
+            if chunk_id in graph.relation_chunks.get(rid, ())
+        ]
+        return SearchResultSources(
+            chunk_id=chunk_id,
+            file_id=file_id,
+            entity_ids=entity_ids,
+            community_id=community,
+            relation_ids=list(dict.fromkeys(relation_ids))[:20],
+        )
+
+    def _graph_item(
+        self,
+        index: LoadedIndex,
+        fused: FusedItem,
+        by_strategy: dict[str, dict[str, Candidate]],
+        request: SearchRequest,
+    ) -> SearchResultItem:
+        """An entity or community result: readable content and its sources in the graph."""
+        retriever = index.retrievers["graph"]
+        graph = retriever.graph  # type: ignore[attr-defined]
+        candidate = by_strategy.get("graph", {}).get(fused.id)
+        graph_score = candidate.score if candidate else 0.0
+        kind: Literal["entity", "community"]
+        if fused.id in graph.entity_index:
+            e = graph.entities[graph.entity_index[fused.id]]
+            relation_ids = graph.relations_of.get(e.id, [])[:10]
+            content = SearchResultContent(
+                text=f"{e.name} ({e.type}): {e.description}",
+                summary=e.description,
+                context_before=None,
+                context_after=None,
+            )
+            sources = SearchResultSources(
+                chunk_id=None,
+                file_id=e.file_ids[0] if e.file_ids else None,
+                entity_ids=[e.id],
+                community_id=graph.community_of.get(e.id),
+                relation_ids=relation_ids,
+            )
+            meta: dict[str, Any] = {
+                "title": e.name,
+                "entityType": e.type,
+                "aliases": e.aliases,
+                "mentions": e.mentions,
+                "chunkIds": e.chunk_ids[:20],
+                "fileIds": e.file_ids,
+            }
+            kind = "entity"
+        else:
+            c = next(c for c in graph.communities if c.id == fused.id)
+            content = SearchResultContent(
+                text=c.report, summary=c.title, context_before=None, context_after=None
+            )
+            sources = SearchResultSources(
+                chunk_id=None,
+                file_id=None,
+                entity_ids=c.entity_ids[:20],
+                community_id=c.id,
+                relation_ids=c.relation_ids[:20],
+            )
+            meta = {
+                "title": c.title,
+                "level": c.level,
+                "entities": len(c.entity_ids),
+                "chunkIds": c.chunk_ids[:20],
+                "fileIds": c.file_ids,
+            }
+            kind = "community"
+        meta["ranks"] = dict(fused.ranks)
+        return SearchResultItem(
+            id=fused.id,
+            type=kind,
+            score=_unit(fused.score),
+            relevance=_relevance(fused.score, graph_score),
+            content=content,
+            highlights=[],
+            sources=sources,
+            metadata=meta if request.options.include_metadata else None,
+        )
+
     def _item(
         self,
         index: LoadedIndex,
@@ -317,6 +428,8 @@ class SearchEngine:
         request: SearchRequest,
     ) -> SearchResultItem:
         chunk_id, score = fused.id, fused.score
+        if chunk_id not in index.chunks:
+            return self._graph_item(index, fused, by_strategy, request)
         chunk = index.chunks[chunk_id]
         doc = index.documents[chunk.doc_id]
         per = {name: (by_strategy.get(name, {}).get(chunk_id)) for name in STRATEGIES}
@@ -365,11 +478,15 @@ class SearchEngine:
                 context_after=after,
             ),
             highlights=highlights,
-            sources=SearchResultSources(
-                chunk_id=chunk_id, file_id=chunk.file_id, entity_ids=[], community_id=None, relation_ids=[]
-            ),
+            sources=self._chunk_sources(index, chunk_id, chunk.file_id),
             metadata=metadata,
         )
+
+
+def _relevance(score: float, graph: float) -> RelevanceScore:
+    return RelevanceScore(
+        combined=_unit(score), keyword=0.0, semantic=0.0, graph=_unit(graph), rerank=None, crag=None
+    )
 
 
 def _unit(x: float) -> float:

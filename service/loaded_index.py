@@ -11,12 +11,14 @@ from pathlib import Path
 
 from indexing import store
 from indexing.analyzers import Analyzer
-from indexing.build import BuildConfig
+from indexing.build import BuildConfig, parse_date
 from indexing.embedders import Embedder
+from indexing.graph import GRAPH_JSON
 from indexing.keyword import KeywordIndex
 from indexing.sources import Document
 from indexing.tables import CHUNKS, DOCUMENTS, Chunk, chunk_from_row, document_from_row, read_table
 from indexing.vectors import VectorIndex
+from service.graph_retriever import GraphIndex, GraphRetriever
 from service.retrievers import KeywordRetriever, Retriever, SemanticRetriever
 
 
@@ -83,5 +85,14 @@ def load_index(index_dir: Path, embedding_model: str, embedder: Embedder | None)
         except (OSError, ValueError, RuntimeError) as exc:
             raise store.IndexUnavailable(f"vector store of {version.path} is damaged: {exc}") from exc
         retrievers["semantic"] = SemanticRetriever(vectors, embedder)
-    unavailable.setdefault("graph", "the knowledge graph is not built yet for this index")
+    graph_dir = version.path / "graph"
+    if (graph_dir / GRAPH_JSON).is_file():
+        try:
+            graph = GraphIndex.load(graph_dir, list(chunks))
+        except (OSError, ValueError, KeyError) as exc:
+            raise store.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
+        dates = {cid: parse_date(documents[c.doc_id].date) for cid, c in chunks.items()}
+        retrievers["graph"] = GraphRetriever(graph, chunks, dates, analyzer)
+    else:
+        unavailable["graph"] = "the index was built without a knowledge graph"
     return LoadedIndex(version, analyzer, documents, chunks, keyword, retrievers, unavailable)

@@ -22,7 +22,9 @@ from indexing.vectors import VectorIndex
 class RetrievalQuery:
     text: str
     filters: ChunkFilters
-    vector: np.ndarray | None = None  # the caller's precomputed query embedding, if any
+    vector: np.ndarray | None = None  # the query embedding (the caller's, or computed once per search)
+    query_type: str = "local"
+    entities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,10 +77,18 @@ def test_keyword_only_search(client: TestClient) -> None:
     assert data["results"][0]["relevance"]["semantic"] == 0
 
 
-def test_graph_only_is_reported_as_skipped(client: TestClient) -> None:
-    data = search(client, {"text": "Toyota", "options": {"strategies": ["graph"]}})
-    assert data["results"] == [] and data["totalCount"] == 0
-    assert any(n["stage"] == "graph" and n["status"] == "skipped" for n in data["notes"])
+def test_graph_only_search_returns_chunks_and_entities(client: TestClient) -> None:
+    data = search(
+        client, {"text": "Sakichi Toyoda and Kiichiro Toyoda", "options": {"strategies": ["graph"]}}
+    )
+    kinds = {r["type"] for r in data["results"]}
+    assert {"chunk", "entity"} <= kinds
+    assert data["strategies"]["graph"]["enabled"] and data["strategies"]["keyword"]["enabled"] is False
+    chunk = next(r for r in data["results"] if r["type"] == "chunk")
+    assert chunk["metadata"]["title"].startswith("From automatic looms")
+    assert chunk["sources"]["entityIds"] and chunk["relevance"]["graph"] > 0
+    names = {r["metadata"]["title"] for r in data["results"] if r["type"] == "entity"}
+    assert {"Sakichi Toyoda", "Kiichiro Toyoda"} & names
 
 
 def test_unavailable_stages_are_reported_not_silent(client: TestClient) -> None:

@@ -1,0 +1,180 @@
+"""Entity extraction with no LLM and no model download.
+
+* Japanese: Sudachi part-of-speech. Runs of nouns holding a proper noun become one entity; the type comes
+  from the dictionary (人名 person, 地名 place, 組織 organization) or from an organisation suffix (大学, 銀行…).
+* English: capitalised word sequences (with "of"/"de"/"von" inside) and acronyms, typed by rules: an
+  organisation suffix or "University of", a personal title, a preceding "in/at/from" for places, and
+  two or three capitalised words otherwise read as a person's name.
+
+Surface forms are normalised (NFKC, case, possessive 's, whitespace) so that variants merge.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
+from indexing.text import has_japanese, split_sentences
+
+PERSON, PLACE, ORGANIZATION, OTHER = "person", "place", "organization", "other"
+ENTITY_TYPES = (PERSON, PLACE, ORGANIZATION, OTHER)
+
+_ORG_SUFFIX_EN = frozenset(
+    (
+        "inc ltd co corp corporation company companies university institute institution laboratory laboratories "
+        "labs school college bank railways railway agency ministry party association society foundation group "
+        "council committee army navy government museum academy works motors industries hospital center centre "
+        "organisation organization office department commission union federation club"
+    ).split()
+)
+_TITLES_EN = frozenset(
+    "mr mrs ms dr prof professor president king queen sir lord lady saint st emperor prince princess pope".split()
+)
+_EVENT_SUFFIX_EN = frozenset(
+    "prize award war wars act treaty protocol test games olympics revolution restoration conference".split()
+)
+_PLACE_PREP = frozenset("in at from near to across".split())
+_NOT_NAMES = frozenset(
+    (
+        "the a an this that these those he she it they we i you his her its their our my your there here "
+        "however after before during when while although since then also in on at by for with from as of "
+        "monday tuesday wednesday thursday friday saturday sunday january february march april may june july "
+        "august september october november december later earlier today yesterday meanwhile finally first "
+        "second third also thus hence both each every many most some several other another such"
+    ).split()
+)
+_ORG_SUFFIX_JA = (
+    "大学", "会社", "銀行", "省", "庁", "研究所", "協会", "工業", "製作所", "自動車", "新聞社", "財団", "学会",
+    "委員会", "政府", "議会", "病院", "博物館", "工務店", "設計", "保険", "鉄道", "製紙", "学校", "党",
+)  # fmt: skip
+_CAP_SEQ = re.compile(
+    r"\b(?:[A-Z][\w’'\-]*|[A-Z]{2,})(?:\.?\s+(?:(?:of|de|da|del|von|van|der|du|la|le)\s+)?(?:[A-Z][\w’'\-]*))*"
+)
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,6}s?\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """An entity mention: normalised key, surface form, type, and the sentence (offsets in the chunk)."""
+
+    key: str
+    surface: str
+    type: str
+    sentence_start: int
+    sentence_end: int
+
+
+def normalize_name(name: str) -> str:
+    name = unicodedata.normalize("NFKC", name).strip()
+    name = re.sub(r"['’]s$", "", name)
+    return re.sub(r"\s+", " ", name).lower()
+
+
+class EntityExtractor:
+    def __init__(self, analyzer: Analyzer) -> None:
+        self._analyzer = analyzer
+
+    def extract(self, text: str) -> list[Mention]:
+        """Mentions per sentence of `text`, in order."""
+        out: list[Mention] = []
+        for start, end in split_sentences(text):
+            sentence = text[start:end]
+            if has_japanese(sentence):
+                found = self._japanese(sentence)
+            else:
+                found = self._english(unicodedata.normalize("NFKC", sentence))
+            out.extend(Mention(normalize_name(s), s, t, start, end) for s, t in found)
+        return _resolve_aliases(out)
+
+    def _english(self, sentence: str) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        for match in _CAP_SEQ.finditer(sentence):
+            words = [
+                w.rstrip(".") if w.rstrip(".").lower() in _TITLES_EN else w for w in match.group().split()
+            ]
+            # Drop leading function words capitalised only because they start the sentence.
+            while words and words[0].lower() in _NOT_NAMES:
+                words = words[1:]
+            if not words:
+                continue
+            title = words[0].rstrip(".").lower() in _TITLES_EN and len(words) > 1
+            if title:
+                words = words[1:]
+            phrase = " ".join(words).rstrip(".,;:")
+            if len(phrase) < 2 or phrase.lower() in ENGLISH_STOPWORDS:
+                continue
+            begin = match.start() + match.group().find(words[0])
+            at_start = sentence[:begin].strip() == "" or sentence[:begin].rstrip().endswith(('"', "(", "“"))
+            if at_start and len(words) == 1 and not _ACRONYM.fullmatch(phrase):
+                continue  # a lone capitalised first word is usually just the start of a sentence
+            found.append((phrase, self._english_type(words, sentence[:begin], title)))
+        return found
+
+    @staticmethod
+    def _english_type(words: list[str], before: str, title: bool) -> str:
+        lowered = [w.lower().rstrip(".,") for w in words]
+        if lowered[-1] in _ORG_SUFFIX_EN or (lowered[0] in _ORG_SUFFIX_EN and "of" in lowered):
+            return ORGANIZATION
+        if title:
+            return PERSON
+        if lowered[-1] in _EVENT_SUFFIX_EN:
+            return OTHER
+        previous = before.rstrip().split()[-1].lower() if before.strip() else ""
+        if previous in _PLACE_PREP:
+            return PLACE
+        if 2 <= len(words) <= 3 and all(w[:1].isupper() and w[1:].islower() for w in words):
+            return PERSON
+        return OTHER
+
+    def _japanese(self, sentence: str) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        run: list[tuple[str, tuple[str, ...]]] = []
+
+        def flush() -> None:
+            if run and any(pos[1] == "固有名詞" for _s, pos in run):
+                surface = "".join(s for s, _p in run)
+                if len(surface) >= 2:
+                    found.append((surface, _japanese_type(run)))
+            run.clear()
+
+        for surface, _norm, pos, _b, _e in self._analyzer.japanese.morphemes(sentence):
+            noun = pos[0] == "名詞" and pos[1] in ("固有名詞", "普通名詞") and pos[2] != "副詞可能"
+            if noun or (pos[0] == "接尾辞" and run):
+                run.append((surface, pos))
+            else:
+                flush()
+        flush()
+        return found
+
+
+def _japanese_type(run: list[tuple[str, tuple[str, ...]]]) -> str:
+    surface = "".join(s for s, _p in run)
+    if surface.endswith(_ORG_SUFFIX_JA) and len(run) > 1:
+        return ORGANIZATION
+    proper = [pos for _s, pos in run if pos[1] == "固有名詞"]
+    kinds = {pos[2] for pos in proper}
+    if "人名" in kinds:
+        return PERSON
+    if "組織" in kinds:
+        return ORGANIZATION
+    if "地名" in kinds:
+        return PLACE
+    return OTHER
+
+
+def _resolve_aliases(mentions: list[Mention]) -> list[Mention]:
+    """A lone surname ("Curie") or given-name-less form refers to the full name met in the same text."""
+    people = [m for m in mentions if m.type == PERSON and " " in m.key]
+    by_last: dict[str, Mention] = {}
+    for m in people:
+        by_last.setdefault(m.key.rsplit(" ", 1)[1], m)
+    out = []
+    for m in mentions:
+        full = by_last.get(m.key) if " " not in m.key else None
+        if full is not None and full.key != m.key:
+            out.append(Mention(full.key, m.surface, PERSON, m.sentence_start, m.sentence_end))
+        else:
+            out.append(m)
+    return out

@@ -1,0 +1,257 @@
+"""The knowledge graph, built at index time from entity mentions with no LLM.
+
+* Entities: merged by normalised name; the type is the majority of their mentions' types.
+* Relations: co-occurrence in a sentence, weighted by count and PMI, with the chunk ids and sentences that
+  support them (evidence).
+* Communities: Leiden (leidenalg on igraph) with a fixed seed over a stable (sorted) node order.
+* Community reports (extractive): a title from the top entities, key entities and relations, and the most
+  representative sentences, embedded like chunks so that global queries can find them.
+
+Everything is stored as JSON (graph.json) and numpy (community_vectors.npy): no pickle. Every entity,
+relation and community records the chunk and file ids it came from, so filters and deletions apply to it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from indexing.entities import Mention
+from indexing.text import content_hash
+
+GRAPH_JSON = "graph.json"
+COMMUNITY_VECTORS = "community_vectors.npy"
+LEIDEN_SEED = 42
+MAX_EVIDENCE = 3
+MAX_REPORT_SENTENCES = 5
+
+
+@dataclass(slots=True)
+class Entity:
+    id: str
+    name: str
+    type: str
+    mentions: int
+    chunk_ids: list[str]
+    file_ids: list[str]
+    description: str
+    aliases: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Relation:
+    id: str
+    source: str
+    target: str
+    count: int
+    pmi: float
+    chunk_ids: list[str]
+    evidence: list[dict[str, str]]
+
+
+@dataclass(slots=True)
+class Community:
+    id: str
+    level: int
+    title: str
+    entity_ids: list[str]
+    relation_ids: list[str]
+    chunk_ids: list[str]
+    file_ids: list[str]
+    report: str
+
+
+@dataclass(slots=True)
+class GraphData:
+    entities: list[Entity]
+    relations: list[Relation]
+    communities: list[Community]
+
+    def save(self, folder: Path, community_vectors: np.ndarray | None) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        data = {
+            "entities": [asdict(e) for e in self.entities],
+            "relations": [asdict(r) for r in self.relations],
+            "communities": [asdict(c) for c in self.communities],
+        }
+        (folder / GRAPH_JSON).write_text(json.dumps(data, ensure_ascii=False), "utf-8")
+        if community_vectors is not None:
+            np.save(folder / COMMUNITY_VECTORS, community_vectors.astype(np.float32), allow_pickle=False)
+
+    @classmethod
+    def load(cls, folder: Path) -> tuple[GraphData, np.ndarray | None]:
+        data = json.loads((folder / GRAPH_JSON).read_text("utf-8"))
+        graph = cls(
+            [Entity(**e) for e in data["entities"]],
+            [Relation(**r) for r in data["relations"]],
+            [Community(**c) for c in data["communities"]],
+        )
+        vectors_path = folder / COMMUNITY_VECTORS
+        vectors = np.load(vectors_path, allow_pickle=False) if vectors_path.is_file() else None
+        return graph, vectors
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkMentions:
+    chunk_id: str
+    file_id: str
+    text: str
+    mentions: Sequence[Mention]
+
+
+def entity_id(key: str) -> str:
+    return "e-" + content_hash(key)
+
+
+def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
+    """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities."""
+    types: dict[str, Counter[str]] = defaultdict(Counter)
+    surfaces: dict[str, Counter[str]] = defaultdict(Counter)
+    entity_chunks: dict[str, dict[str, None]] = defaultdict(dict)
+    entity_files: dict[str, dict[str, None]] = defaultdict(dict)
+    descriptions: dict[str, str] = {}
+    pair_count: Counter[tuple[str, str]] = Counter()
+    pair_chunks: dict[tuple[str, str], dict[str, None]] = defaultdict(dict)
+    pair_evidence: dict[tuple[str, str], list[dict[str, str]]] = defaultdict(list)
+    sentence_count = 0
+    entity_sentences: Counter[str] = Counter()
+    sentences_by_chunk: dict[str, list[tuple[str, set[str]]]] = {}
+    for chunk in chunks:
+        by_sentence: dict[tuple[int, int], set[str]] = defaultdict(set)
+        for m in chunk.mentions:
+            types[m.key][m.type] += 1
+            surfaces[m.key][m.surface] += 1
+            entity_chunks[m.key][chunk.chunk_id] = None
+            entity_files[m.key][chunk.file_id] = None
+            by_sentence[(m.sentence_start, m.sentence_end)].add(m.key)
+            descriptions.setdefault(m.key, chunk.text[m.sentence_start : m.sentence_end])
+        chunk_sentences = []
+        for (start, end), present in sorted(by_sentence.items()):
+            sentence = chunk.text[start:end]
+            sentence_count += 1
+            entity_sentences.update(present)
+            chunk_sentences.append((sentence, present))
+            ordered = sorted(present)
+            for i, a in enumerate(ordered):
+                for b in ordered[i + 1 :]:
+                    pair = (a, b)
+                    pair_count[pair] += 1
+                    pair_chunks[pair][chunk.chunk_id] = None
+                    if len(pair_evidence[pair]) < MAX_EVIDENCE:
+                        pair_evidence[pair].append({"chunkId": chunk.chunk_id, "sentence": sentence})
+        sentences_by_chunk[chunk.chunk_id] = chunk_sentences
+
+    keys = sorted(types)  # stable node order
+    entities = []
+    for key in keys:
+        name = surfaces[key].most_common(1)[0][0]
+        # Majority type; ties resolved by a fixed preference so builds are reproducible.
+        top = max(types[key].items(), key=lambda kv: (kv[1], kv[0] != "other", kv[0]))[0]
+        entities.append(
+            Entity(
+                id=entity_id(key),
+                name=name,
+                type=top,
+                mentions=sum(types[key].values()),
+                chunk_ids=list(entity_chunks[key]),
+                file_ids=list(entity_files[key]),
+                description=descriptions[key],
+                aliases=sorted(s for s in surfaces[key] if s != name),
+            )
+        )
+    relations = []
+    total = max(1, sentence_count)
+    for (a, b), count in sorted(pair_count.items()):
+        pmi = math.log((count * total) / (entity_sentences[a] * entity_sentences[b]))
+        relations.append(
+            Relation(
+                id="r-" + content_hash(a, b),
+                source=entity_id(a),
+                target=entity_id(b),
+                count=count,
+                pmi=round(pmi, 4),
+                chunk_ids=list(pair_chunks[(a, b)]),
+                evidence=pair_evidence[(a, b)],
+            )
+        )
+    communities = detect_communities(entities, relations, sentences_by_chunk, {entity_id(k): k for k in keys})
+    return GraphData(entities, relations, communities)
+
+
+def detect_communities(
+    entities: list[Entity],
+    relations: list[Relation],
+    sentences_by_chunk: dict[str, list[tuple[str, set[str]]]],
+    key_of: dict[str, str],
+) -> list[Community]:
+    """Leiden communities (modularity, fixed seed) over entities that have at least one relation."""
+    if not relations:
+        return []
+    import igraph as ig
+    import leidenalg
+
+    index = {e.id: i for i, e in enumerate(entities)}
+    graph = ig.Graph(n=len(entities), edges=[(index[r.source], index[r.target]) for r in relations])
+    graph.es["weight"] = [float(r.count) for r in relations]
+    partition = leidenalg.find_partition(
+        graph, leidenalg.ModularityVertexPartition, weights="weight", seed=LEIDEN_SEED, n_iterations=-1
+    )
+    degree: defaultdict[str, float] = defaultdict(float)
+    for r in relations:
+        degree[r.source] += r.count
+        degree[r.target] += r.count
+    by_entity = {e.id: e for e in entities}
+    groups = sorted(
+        (sorted(entities[i].id for i in members) for members in partition if len(members) >= 2),
+        key=lambda ids: (-len(ids), ids),
+    )
+    out = []
+    for members in groups:
+        member_set = set(members)
+        keys = {key_of[m] for m in members}
+        ranked = sorted(members, key=lambda m: (-degree[m], by_entity[m].name))
+        inner = sorted(
+            (r for r in relations if r.source in member_set and r.target in member_set),
+            key=lambda r: (-r.count, -r.pmi, r.id),
+        )
+        chunk_ids = list(dict.fromkeys(c for m in ranked for c in by_entity[m].chunk_ids))
+        file_ids = list(dict.fromkeys(f for m in ranked for f in by_entity[m].file_ids))
+        scored: list[tuple[int, int, str]] = []
+        seen: set[str] = set()
+        for order, chunk_id in enumerate(chunk_ids):
+            for sentence, skeys in sentences_by_chunk.get(chunk_id, []):
+                hits = len(skeys & keys)
+                if hits and sentence not in seen:
+                    seen.add(sentence)
+                    scored.append((-hits, order, sentence))
+        sentences = [s for _h, _o, s in sorted(scored)[:MAX_REPORT_SENTENCES]]
+        title = " / ".join(by_entity[m].name for m in ranked[:3])
+        names = lambda r: f"{by_entity[r.source].name} — {by_entity[r.target].name}"  # noqa: E731
+        report = "\n".join(
+            [
+                title,
+                "Key entities: "
+                + ", ".join(f"{by_entity[m].name} ({by_entity[m].type})" for m in ranked[:10]),
+                "Key relations: " + "; ".join(f"{names(r)} ({r.count})" for r in inner[:5]),
+                *sentences,
+            ]
+        )
+        out.append(
+            Community(
+                id="cm-" + content_hash(*members),
+                level=0,
+                title=title,
+                entity_ids=ranked,
+                relation_ids=[r.id for r in inner],
+                chunk_ids=chunk_ids,
+                file_ids=file_ids,
+                report=report,
+            )
+        )
+    return out

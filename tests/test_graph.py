@@ -1,0 +1,197 @@
+"""The knowledge graph: extraction in both languages, the graph build, graph retrieval, filters, deletion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from indexing import store
+from indexing.analyzers import Analyzer
+from indexing.build import BuildConfig, IndexBuilder
+from indexing.entities import EntityExtractor
+from indexing.graph import GraphData
+from schemas.search import SearchResult
+
+EXTRACTOR = EntityExtractor(Analyzer())
+
+
+def entities(text: str) -> dict[str, str]:
+    return {m.key: m.type for m in EXTRACTOR.extract(text)}
+
+
+def test_english_extraction_and_types() -> None:
+    got = entities(
+        "Marie Curie studied at the University of Paris. In 1898 Curie worked in Warsaw with "
+        "Dr. Henri Becquerel and the Radium Institute. The IAEA was founded later."
+    )
+    assert got["marie curie"] == "person"
+    assert got["university of paris"] == "organization"
+    assert got["radium institute"] == "organization"
+    assert got["warsaw"] == "place"
+    assert got["henri becquerel"] == "person"
+    assert "iaea" in got
+    assert "the" not in got and "in" not in got
+    # A lone surname is resolved to the full name met in the same text.
+    curie = [m for m in EXTRACTOR.extract("Marie Curie won. Later Curie taught.") if m.surface == "Curie"]
+    assert curie and curie[0].key == "marie curie"
+
+
+def test_japanese_extraction_and_types() -> None:
+    got = entities(
+        "豊田佐吉は1926年に愛知県刈谷で豊田自動織機製作所を設立した。湯川秀樹は京都大学で研究した。"
+    )
+    assert got["豊田佐吉"] == "person"
+    assert got["湯川秀樹"] == "person"
+    assert got["愛知県刈谷"] == "place"
+    assert got["豊田自動織機製作所"] == "organization"
+    assert got["京都大学"] == "organization"
+    assert "1926年" not in got
+
+
+def test_normalisation_merges_width_and_case() -> None:
+    a = entities("Ｔｏｋｙｏ Ｔｓｕｓｈｉｎ Ｋｏｇｙｏ was founded.")
+    b = entities("Later, TOKYO TSUSHIN KOGYO changed its name.")
+    assert "tokyo tsushin kogyo" in a and "tokyo tsushin kogyo" in b
+
+
+def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
+    path = store.current_version(sample_index).path / "graph"
+    graph, vectors = GraphData.load(path)
+    by_name = {e.name: e for e in graph.entities}
+    ibuka, morita = by_name["Masaru Ibuka"], by_name["Akio Morita"]
+    rel = next(r for r in graph.relations if {r.source, r.target} == {ibuka.id, morita.id})
+    assert rel.count >= 1 and rel.evidence and "Ibuka" in rel.evidence[0]["sentence"]
+    assert rel.chunk_ids and set(rel.chunk_ids) <= set(ibuka.chunk_ids)
+    assert ibuka.file_ids == ["sony-en.md"]
+    community = next(c for c in graph.communities if ibuka.id in c.entity_ids)
+    assert morita.id in community.entity_ids and community.title and "Key entities" in community.report
+    assert vectors is not None and vectors.shape == (len(graph.communities), 384)
+    assert not (path / "graph.pickle").exists()
+    json.loads((path / "graph.json").read_text("utf-8"))  # plain JSON
+
+
+def test_graph_build_is_deterministic(tmp_path: Path) -> None:
+    from service.cli import SAMPLE_CORPUS
+
+    outputs = []
+    for name in ("a", "b"):
+        IndexBuilder(tmp_path / name, BuildConfig(embedding_model=None)).build(SAMPLE_CORPUS)
+        outputs.append(
+            (store.current_version(tmp_path / name).path / "graph" / "graph.json").read_text("utf-8")
+        )
+    assert outputs[0] == outputs[1]
+
+
+def _search(client: TestClient, body: dict) -> dict:  # type: ignore[type-arg]
+    r = client.post("/v1/search", json=body)
+    assert r.status_code == 200, r.text
+    SearchResult.model_validate_json(r.content)
+    return r.json()  # type: ignore[no-any-return]
+
+
+def test_global_query_returns_community_reports(client: TestClient) -> None:
+    data = _search(
+        client,
+        {
+            "text": "overview of the main themes of Japanese companies",
+            "type": "global",
+            "options": {"strategies": ["graph"], "limit": 10},
+        },
+    )
+    communities = [r for r in data["results"] if r["type"] == "community"]
+    assert communities
+    c = communities[0]
+    assert c["sources"]["communityId"] == c["id"] and c["sources"]["entityIds"] and c["content"]["text"]
+
+
+def test_entity_type_filter_applies_to_every_strategy(client: TestClient) -> None:
+    data = _search(
+        client,
+        {
+            "text": "Toyoda",
+            "filters": {"entityTypes": ["place"], "minRelevance": 0},
+            "options": {"limit": 50},
+        },
+    )
+    assert data["results"]
+    for r in data["results"]:
+        if r["type"] == "entity":
+            assert r["metadata"]["entityType"] == "place"
+    none = _search(
+        client, {"text": "Toyoda", "filters": {"entityTypes": ["no-such-type"], "minRelevance": 0}}
+    )
+    assert none["results"] == [] and none["totalCount"] == 0
+
+
+def test_file_filter_applies_to_graph_results(client: TestClient) -> None:
+    data = _search(
+        client,
+        {
+            "text": "Masaru Ibuka and Akio Morita",
+            "filters": {"fileIds": ["toyota-en.md"], "minRelevance": 0},
+            "options": {"strategies": ["graph"], "limit": 50},
+        },
+    )
+    for r in data["results"]:
+        files = [r["sources"]["fileId"]] if r["type"] == "chunk" else r["metadata"]["fileIds"]
+        assert "toyota-en.md" in files
+
+
+def test_deleted_document_leaves_no_trace_in_the_graph(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "a.jsonl").write_text(
+        json.dumps(
+            {"_id": "d1", "title": "Sony", "text": "Masaru Ibuka and Akio Morita founded Sony in Tokyo."}
+        )
+        + "\n"
+        + json.dumps(
+            {"_id": "d2", "title": "Toyota", "text": "Kiichiro Toyoda founded Toyota Motor in Aichi."}
+        )
+        + "\n",
+        "utf-8",
+    )
+    index_dir = tmp_path / "idx"
+    builder = IndexBuilder(index_dir, BuildConfig(embedding_model=None))
+    builder.build(source)
+    before, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+    assert "Masaru Ibuka" in {e.name for e in before.entities}
+    builder.delete(["d1"])
+    after, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+    names = {e.name for e in after.entities}
+    assert "Masaru Ibuka" not in names and "Akio Morita" not in names and "Kiichiro Toyoda" in names
+    dumped = json.dumps([e.chunk_ids for e in after.entities] + [r.chunk_ids for r in after.relations])
+    chunk_ids = set(json.loads(json.dumps([c for e in before.entities for c in e.chunk_ids])))
+    removed = {c for e in before.entities if e.name == "Masaru Ibuka" for c in e.chunk_ids}
+    assert removed <= chunk_ids and not any(c in dumped for c in removed)
+    # Adding it back restores it (mentions of kept chunks are reused, new ones extracted).
+    builder.add(source)
+    again, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+    assert {e.name for e in again.entities} == {e.name for e in before.entities}
+
+
+def test_index_without_graph_reports_graph_skipped(tmp_path: Path) -> None:
+    from service.app import create_app
+    from service.cli import SAMPLE_CORPUS
+    from service.settings import Settings
+
+    IndexBuilder(tmp_path / "idx", BuildConfig(embedding_model=None, graph=False)).build(SAMPLE_CORPUS)
+    settings = Settings(
+        index_dir=tmp_path / "idx", load_embedder=False, embedding_model="minilm", _env_file=None
+    )  # type: ignore[call-arg]
+    with TestClient(create_app(settings, wait=True)) as c:
+        data = _search(c, {"text": "Toyota", "options": {"strategies": ["graph"]}})
+        assert data["results"] == [] and data["totalCount"] == 0
+        assert any(n["stage"] == "graph" and n["status"] == "skipped" for n in data["notes"])
+        hybrid = _search(c, {"text": "Toyota"})
+        skipped = {n["stage"] for n in hybrid["notes"] if n["status"] == "skipped"}
+        assert {"semantic", "graph"} <= skipped and hybrid["results"]
+
+
+@pytest.mark.parametrize("query", ["Sakichi Toyoda", "豊田佐吉"])
+def test_graph_matches_entities_in_both_languages(client: TestClient, query: str) -> None:
+    data = _search(client, {"text": query, "options": {"strategies": ["graph"], "limit": 5}})
+    assert data["results"], data["notes"]
