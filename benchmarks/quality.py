@@ -127,16 +127,19 @@ def run_quality(
             {q: dataset.queries[q] for q in keep},
             {q: dataset.qrels[q] for q in keep},
         )
-    config = BuildConfig(embedding_model=embedding_model, chunk_size=chunk_size)
+    model = None if embedding_model == "none" else embedding_model
+    config = BuildConfig(embedding_model=model, chunk_size=chunk_size)
     index_dir, build = cached_index(dataset, config, cache)
-    settings = Settings(index_dir=index_dir, embedding_model=embedding_model, _env_file=None)
+    settings = Settings(
+        index_dir=index_dir, embedding_model=embedding_model, load_embedder=model is not None, _env_file=None
+    )
     engine = SearchEngine(settings)
     engine.start()
     if not engine.components["index"].ready:
         raise RuntimeError(engine.components["index"].detail)
     results: dict[str, Any] = {}
     for name in strategies:
-        run, latencies = run_strategy(engine, dataset, [name])
+        run, latencies = run_strategy(engine, dataset, name.split("+"))
         results[name] = {
             "metrics": evaluate(dataset.qrels, run),
             "p50ms": round(percentile(latencies, 50), 2),

@@ -177,6 +177,11 @@ class IndexBuilder:
             return None
         if self._embedder is None:
             self._embedder = load_embedder(self.config.embedding_model)
+        elif self._embedder.name != self.config.embedding_model:
+            # The manifest records the configured model: vectors of another model would be mislabelled.
+            raise ValueError(
+                f"embedder {self._embedder.name!r} does not match the configured model {self.config.embedding_model!r}"
+            )
         return self._embedder
 
     # -- public operations
@@ -273,8 +278,9 @@ class IndexBuilder:
                 mentions = read_mentions(base.path / MENTIONS, {c.chunk_id for c in chunks})
             extractor = EntityExtractor(analyzer)
             with stages.timed("entities"):
+                title_mentions = {d.doc_id: extractor.extract_title(d.title) for d in new_docs}
                 for c in self._progress(new_chunks, "entities", len(new_chunks)):
-                    mentions[c.chunk_id] = extractor.extract(c.text)
+                    mentions[c.chunk_id] = title_mentions[c.doc_id] + extractor.extract(c.text)
                     c.entity_types = sorted({m.type for m in mentions[c.chunk_id]})
         with stages.timed("keyword"):
             kw = KeywordIndexWriter(staging / "keyword", analyzer, create=create)

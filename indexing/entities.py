@@ -57,7 +57,10 @@ _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,6}s?\b")
 
 @dataclass(frozen=True, slots=True)
 class Mention:
-    """An entity mention: normalised key, surface form, type, and the sentence (offsets in the chunk)."""
+    """An entity mention: normalised key, surface form, type, and the sentence (offsets in the chunk).
+
+    Offsets of -1 mark a document-level mention (from the title).
+    """
 
     key: str
     surface: str
@@ -88,7 +91,23 @@ class EntityExtractor:
             out.extend(Mention(normalize_name(s), s, t, start, end) for s, t in found)
         return _resolve_aliases(out)
 
-    def _english(self, sentence: str) -> list[tuple[str, str]]:
+    def extract_title(self, title: str) -> list[Mention]:
+        """Entities named by a document title, as document-level mentions (sentence offsets -1).
+
+        A title names what its document is about, so its entities relate to every entity of the document,
+        as a link does in a wiki. A title's first word is not skipped as a sentence start would be.
+        """
+        if not title.strip():
+            return []
+        if has_japanese(title):
+            found = self._japanese(title)
+            if not found and len(title) <= 20:
+                found = [(title.strip(), OTHER)]
+        else:
+            found = self._english(unicodedata.normalize("NFKC", title), title_case=True)
+        return [Mention(normalize_name(s), s, t, -1, -1) for s, t in found]
+
+    def _english(self, sentence: str, title_case: bool = False) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []
         for match in _CAP_SEQ.finditer(sentence):
             words = [
@@ -107,7 +126,7 @@ class EntityExtractor:
                 continue
             begin = match.start() + match.group().find(words[0])
             at_start = sentence[:begin].strip() == "" or sentence[:begin].rstrip().endswith(('"', "(", "“"))
-            if at_start and len(words) == 1 and not _ACRONYM.fullmatch(phrase):
+            if at_start and not title_case and len(words) == 1 and not _ACRONYM.fullmatch(phrase):
                 continue  # a lone capitalised first word is usually just the start of a sentence
             found.append((phrase, self._english_type(words, sentence[:begin], title)))
         return found

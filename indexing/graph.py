@@ -124,16 +124,21 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     sentences_by_chunk: dict[str, list[tuple[str, set[str]]]] = {}
     for chunk in chunks:
         by_sentence: dict[tuple[int, int], set[str]] = defaultdict(set)
+        title_keys = {m.key for m in chunk.mentions if m.sentence_start < 0}
         for m in chunk.mentions:
             types[m.key][m.type] += 1
             surfaces[m.key][m.surface] += 1
             entity_chunks[m.key][chunk.chunk_id] = None
             entity_files[m.key][chunk.file_id] = None
-            by_sentence[(m.sentence_start, m.sentence_end)].add(m.key)
-            descriptions.setdefault(m.key, chunk.text[m.sentence_start : m.sentence_end])
+            if m.sentence_start >= 0:
+                by_sentence[(m.sentence_start, m.sentence_end)].add(m.key)
+                descriptions.setdefault(m.key, chunk.text[m.sentence_start : m.sentence_end])
+        for key in title_keys:
+            descriptions.setdefault(key, chunk.text[:200])
         chunk_sentences = []
-        for (start, end), present in sorted(by_sentence.items()):
+        for (start, end), in_sentence in sorted(by_sentence.items()):
             sentence = chunk.text[start:end]
+            present = in_sentence | title_keys
             sentence_count += 1
             entity_sentences.update(present)
             chunk_sentences.append((sentence, present))

@@ -244,8 +244,8 @@ def bench_quality(
     ],
     split: Annotated[str, typer.Option("--split", help="qrels/<split>.tsv")] = "test",
     strategies: Annotated[
-        str, typer.Option(help="Comma-separated: keyword,semantic,graph,hybrid")
-    ] = "keyword,semantic,hybrid",
+        str, typer.Option(help="Comma-separated systems; '+' combines strategies, e.g. keyword+semantic")
+    ] = "keyword,semantic,graph,hybrid,keyword+semantic",
     embedding_model: ModelOpt = "minilm",
     chunk_size: Annotated[int, typer.Option(min=50)] = 800,
     max_queries: Annotated[int | None, typer.Option(min=1, help="Only the first N queries (by id)")] = None,
@@ -266,7 +266,7 @@ def bench_quality(
     if not (dataset / "qrels" / f"{split}.tsv").is_file():
         raise typer.BadParameter(f"{dataset}/qrels/{split}.tsv does not exist", param_hint="--split")
     names = [s.strip() for s in strategies.split(",") if s.strip()]
-    bad = [s for s in names if s not in ("keyword", "semantic", "graph", "hybrid")]
+    bad = [s for s in names if not set(s.split("+")) <= {"keyword", "semantic", "graph", "hybrid"}]
     if bad or not names:
         raise typer.BadParameter(f"unknown strategy {bad}", param_hint="--strategies")
     report = run_quality(dataset, split, names, embedding_model, chunk_size, max_queries, baseline=baseline)
@@ -275,6 +275,30 @@ def bench_quality(
     write_results(target, report, markdown)
     typer.echo(markdown)
     typer.echo(f"written: {target} and {target.with_suffix('.md')}", err=True)
+
+
+@bench_app.command("build")
+def bench_build(
+    source: Annotated[Path, typer.Argument(help="Folder or corpus.jsonl to build")],
+    embedding_model: ModelOpt = "minilm",
+    chunk_size: Annotated[int, typer.Option(min=50)] = 800,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """Seconds and documents/s per build stage, and the index size on disk (built in a temporary folder)."""
+    _offline()
+    from benchmarks.build_cost import run_build, to_markdown
+    from benchmarks.common import RESULTS, write_results
+
+    if not source.exists():
+        raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
+    report = run_build(source, None if embedding_model == "none" else embedding_model, chunk_size)
+    markdown = to_markdown(report)
+    name = source.parent.name if source.is_file() else source.name
+    target = out or RESULTS / f"build-{name}-{embedding_model.replace('/', '_')}.json"
+    write_results(target, report, markdown)
+    typer.echo(markdown)
 
 
 def main() -> None:

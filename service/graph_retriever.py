@@ -126,9 +126,12 @@ class GraphIndex:
         return list(found)
 
     def pagerank(self, seeds: list[int]) -> np.ndarray:
+        """Personalised PageRank; a seed's restart weight is its specificity (1 / chunks mentioning it)."""
         n = len(self.entities)
         p = np.zeros(n)
-        p[seeds] = 1.0 / len(seeds)
+        for s in seeds:
+            p[s] = 1.0 / max(1, len(self.entities[s].chunk_ids))
+        p /= p.sum()
         r = p.copy()
         for _ in range(ITERATIONS):
             nxt = (1 - DAMPING) * p + DAMPING * (self.transition_t @ r)
