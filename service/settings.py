@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from indexing.embedders import DEFAULT_EMBEDDING_MODEL
+
 
 class Settings(BaseSettings):
     """Every setting can be given as `HYBRIDRAG_<NAME>`, e.g. `HYBRIDRAG_INDEX_DIR=/data/index`."""
@@ -17,7 +19,8 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address to bind; loopback unless you mean otherwise.")
     port: int = Field(8000, ge=1, le=65535)
     embedding_model: str = Field(
-        "minilm", description="Query embedding model; must be the model the index was built with."
+        DEFAULT_EMBEDDING_MODEL,
+        description="Query embedding model; must be the model the index was built with.",
     )
     load_embedder: bool = Field(True, description="Load the embedding model (semantic search) at start-up.")
     api_key: SecretStr | None = Field(None, description="When set, search and document endpoints need it.")

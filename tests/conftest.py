@@ -24,10 +24,10 @@ def embedder():  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:  # type: ignore[no-untyped-def]
-    from indexing.build import IndexBuilder
+    from indexing.build import BuildConfig, IndexBuilder
 
     index_dir = tmp_path_factory.mktemp("sample-index")
-    IndexBuilder(index_dir, embedder=embedder).build(SAMPLE)
+    IndexBuilder(index_dir, BuildConfig(embedding_model="minilm"), embedder=embedder).build(SAMPLE)
     return index_dir
 
 
@@ -39,7 +39,7 @@ def client(sample_index: Path, embedder) -> Iterator:  # type: ignore[no-untyped
     from service.engine import SearchEngine
     from service.settings import Settings
 
-    settings = Settings(index_dir=sample_index, _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(index_dir=sample_index, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
     app = create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)
     with TestClient(app) as test_client:
         yield test_client

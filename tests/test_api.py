@@ -263,7 +263,7 @@ def test_not_ready_without_an_index(tmp_path: Path) -> None:
 def test_api_key(sample_index: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     from service.engine import SearchEngine
 
-    settings = Settings(index_dir=sample_index, api_key="s3cret", _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(index_dir=sample_index, embedding_model="minilm", api_key="s3cret", _env_file=None)  # type: ignore[call-arg]
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as c:
         assert c.post("/v1/search", json={"text": "Toyota"}).status_code == 401
         assert (

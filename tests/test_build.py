@@ -17,6 +17,8 @@ from indexing.build import BuildConfig, IndexBuilder
 from indexing.tables import CHUNKS, DOCUMENTS, read_table
 from indexing.vectors import VectorIndex
 
+MINILM = BuildConfig(embedding_model="minilm")
+
 
 def write_corpus(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
@@ -59,12 +61,12 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def build(index_dir: Path, source: Path, embedder) -> store.IndexVersion:  # type: ignore[no-untyped-def]
-    IndexBuilder(index_dir, embedder=embedder).build(source)
+    IndexBuilder(index_dir, MINILM, embedder=embedder).build(source)
     return store.current_version(index_dir)
 
 
 def test_build_reads_every_format_and_reports_bad_input(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    summary = IndexBuilder(tmp_path / "idx", embedder=embedder).build(corpus)
+    summary = IndexBuilder(tmp_path / "idx", MINILM, embedder=embedder).build(corpus)
     assert summary.documents == 5  # a.md, b.txt, c.html, j1, j3
     skipped = "\n".join(summary.skipped)
     assert "d.jsonl:2: invalid JSON" in skipped
@@ -111,7 +113,7 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
         + "\n",
         "utf-8",
     )
-    summary = IndexBuilder(index_dir, embedder=embedder).add(extra)
+    summary = IndexBuilder(index_dir, MINILM, embedder=embedder).add(extra)
     v2 = store.current_version(index_dir)
     assert v2.manifest["parent"] == v1.version and summary.documents == 6  # n1 new, j1 replaced
     docs = {r["doc_id"]: r for r in read_table(v2.path / DOCUMENTS).to_pylist()}
@@ -125,13 +127,13 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
     assert read_table(v1.path / DOCUMENTS).num_rows == 5
     assert VectorIndex(v1.path / "vectors", 384)._table.count_rows() < len(chunk_docs)
 
-    IndexBuilder(index_dir, embedder=embedder).delete(["j1", "n1"])
+    IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["j1", "n1"])
     v3 = store.current_version(index_dir)
     assert v3.manifest["counts"]["documents"] == 4
     assert "j1" not in read_table(v3.path / CHUNKS).column("doc_id").to_pylist()
     assert VectorIndex(v3.path / "vectors", 384)._table.count_rows("doc_id IN ('j1', 'n1')") == 0
     with pytest.raises(KeyError, match="nope"):
-        IndexBuilder(index_dir, embedder=embedder).delete(["nope"])
+        IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["nope"])
     assert store.current_version(index_dir).version == v3.version
 
 
@@ -142,7 +144,7 @@ def test_keyword_index_follows_add_and_delete(tmp_path: Path, corpus: Path, embe
     index_dir = tmp_path / "idx"
     before = build(index_dir, corpus, embedder)
     assert KeywordIndex(before.path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)[1] == 1
-    IndexBuilder(index_dir, embedder=embedder).delete(["j3"])
+    IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["j3"])
     path = store.current_version(index_dir).path
     hits, total, _ = KeywordIndex(path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)
     assert total == 0 and hits == []
@@ -161,7 +163,7 @@ def test_failure_mid_build_leaves_previous_version_serving(
 
     monkeypatch.setattr("indexing.build.VectorIndexWriter.add", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
-        IndexBuilder(index_dir, embedder=embedder).build(corpus)
+        IndexBuilder(index_dir, MINILM, embedder=embedder).build(corpus)
     after = store.current_version(index_dir)
     assert after.version == before.version
     assert read_table(after.path / CHUNKS).num_rows > 0
@@ -217,3 +219,9 @@ def test_old_versions_are_pruned(tmp_path: Path, corpus: Path) -> None:
     versions = sorted(p.name for p in (index_dir / "versions").iterdir())
     assert len(versions) == store.KEEP_VERSIONS
     assert store.current_version(index_dir).version == versions[-1]
+
+
+def test_embedder_must_match_the_configured_model(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match="does not match the configured model"):
+        IndexBuilder(tmp_path / "idx", BuildConfig(embedding_model="e5-multilingual"), embedder=embedder).build(corpus)
+    assert not (tmp_path / "idx" / "current").exists()

@@ -89,7 +89,7 @@ def test_serve_answers_real_hits_on_loopback(sample_index: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     exe = Path(sys.executable).with_name("hybridrag")
-    env = {**os.environ, "HYBRIDRAG_LOG_JSON": "true"}
+    env = {**os.environ, "HYBRIDRAG_LOG_JSON": "true", "HYBRIDRAG_EMBEDDING_MODEL": "minilm"}
     proc = subprocess.Popen(
         [str(exe), "serve", "--index-dir", str(sample_index), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
