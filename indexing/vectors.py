@@ -89,17 +89,15 @@ class VectorIndexWriter:
         rows = int(self._table.count_rows())
         built: dict[str, Any] = {"rows": rows, "ann": None}
         if rows >= ANN_THRESHOLD:
-            partitions = max(1, int(math.sqrt(rows)))
+            from lancedb.index import BTree, IvfHnswSq, LabelList
+
+            partitions = max(1, int(math.sqrt(rows) / 4))
             self._table.create_index(
-                metric="cosine",
-                vector_column_name="vector",
-                index_type="IVF_HNSW_SQ",
-                num_partitions=partitions,
-                replace=True,
+                "vector", config=IvfHnswSq(distance_type="cosine", num_partitions=partitions), replace=True
             )
             for column in ("file_id", "doc_id"):
-                self._table.create_scalar_index(column, index_type="BTREE", replace=True)
-            self._table.create_scalar_index("entity_types", index_type="LABEL_LIST", replace=True)
+                self._table.create_index(column, config=BTree(), replace=True)
+            self._table.create_index("entity_types", config=LabelList(), replace=True)
             built["ann"] = {"type": "IVF_HNSW_SQ", "partitions": partitions, "ef": HNSW_EF}
         return built
 

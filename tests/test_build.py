@@ -223,5 +223,7 @@ def test_old_versions_are_pruned(tmp_path: Path, corpus: Path) -> None:
 
 def test_embedder_must_match_the_configured_model(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match="does not match the configured model"):
-        IndexBuilder(tmp_path / "idx", BuildConfig(embedding_model="e5-multilingual"), embedder=embedder).build(corpus)
+        IndexBuilder(
+            tmp_path / "idx", BuildConfig(embedding_model="e5-multilingual"), embedder=embedder
+        ).build(corpus)
     assert not (tmp_path / "idx" / "current").exists()

@@ -1,0 +1,75 @@
+"""The vector store: exact search below the threshold, an IVF_HNSW_SQ index above it, SQL prefilters."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexing import vectors as vec
+from indexing.filters import ChunkFilters
+
+
+def _fill(path: Path, n: int, dim: int = 32) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    data = rng.normal(size=(n, dim)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    writer = vec.VectorIndexWriter(path, dim, create=True)
+    writer.add(
+        {
+            "chunk_id": [f"c{i}" for i in range(n)],
+            "doc_id": [f"d{i // 2}" for i in range(n)],
+            "file_id": [f"f{i % 5}.md" for i in range(n)],
+            "date": [datetime(2000 + i % 20, 1, 1) if i % 3 else None for i in range(n)],
+            "entity_types": [["person"] if i % 4 == 0 else [] for i in range(n)],
+        },
+        data,
+    )
+    built = writer.finish()
+    assert built["rows"] == n
+    return data
+
+
+def test_exact_search_and_prefilters(tmp_path: Path) -> None:
+    data = _fill(tmp_path / "v", 300)
+    index = vec.VectorIndex(tmp_path / "v", 32)
+    hits, total = index.search(data[10], 5)
+    assert hits[0].chunk_id == "c10" and hits[0].similarity == pytest.approx(1.0, abs=1e-5) and total == 300
+    hits, total = index.search(data[10], 50, ChunkFilters(file_ids=["f1.md"]))
+    assert hits and all(int(h.chunk_id[1:]) % 5 == 1 for h in hits) and total == 60
+    hits, _ = index.search(
+        data[0], 50, ChunkFilters(entity_types=["person"], date_start=datetime(2010, 1, 1))
+    )
+    for h in hits:
+        i = int(h.chunk_id[1:])
+        assert i % 4 == 0 and i % 3 and 2000 + i % 20 >= 2010
+    assert index.search(data[0], 5, ChunkFilters(file_ids=[]))[0] == []
+    with pytest.raises(ValueError, match="dimensions"):
+        index.search(np.zeros(8), 5)
+
+
+def test_filter_values_are_escaped(tmp_path: Path) -> None:
+    _fill(tmp_path / "v", 50)
+    index = vec.VectorIndex(tmp_path / "v", 32)
+    hits, total = index.search(np.ones(32), 5, ChunkFilters(file_ids=["x' OR '1'='1"]))
+    assert hits == [] and total == 0
+
+
+def test_ann_index_above_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vec, "ANN_THRESHOLD", 1000)
+    data = _fill(tmp_path / "v", 2000)
+    index = vec.VectorIndex(tmp_path / "v", 32)
+    assert index._ann
+    indices = index._table.list_indices()
+    types = {i.index_type for i in indices}
+    assert {"IvfHnswSq", "BTree", "LabelList"} <= types
+    recall = []
+    for q in range(20):
+        exact = set(np.argsort(-(data @ data[q]))[:10])
+        got = {int(h.chunk_id[1:]) for h in index.search(data[q], 10)[0]}
+        recall.append(len(exact & got) / 10)
+    assert np.mean(recall) >= 0.9
+    filtered, _ = index.search(data[3], 10, ChunkFilters(file_ids=["f3.md"]))
+    assert filtered and all(int(h.chunk_id[1:]) % 5 == 3 for h in filtered)
