@@ -63,7 +63,11 @@ def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
     by_name = {e.name: e for e in graph.entities}
     ibuka, morita = by_name["Masaru Ibuka"], by_name["Akio Morita"]
     rel = next(r for r in graph.relations if {r.source, r.target} == {ibuka.id, morita.id})
-    assert rel.count >= 1 and rel.evidence and "Ibuka" in rel.evidence[0]["sentence"]
+    from indexing.tables import CHUNKS, read_table
+
+    texts = {r["chunk_id"]: r["text"] for r in read_table(path.parent / CHUNKS).to_pylist()}
+    ev = rel.evidence[0]
+    assert rel.count >= 1 and "Ibuka" in texts[ev["chunkId"]][ev["start"] : ev["end"]]
     assert rel.chunk_ids and set(rel.chunk_ids) <= set(ibuka.chunk_ids)
     assert ibuka.file_ids == ["sony-en.md"]
     community = next(c for c in graph.communities if ibuka.id in c.entity_ids)
