@@ -291,3 +291,27 @@ def test_index_built_with_another_model_is_refused(sample_index: Path) -> None:
     with TestClient(create_app(settings, wait=True)) as c:
         detail = c.get("/readyz").json()["components"]["index"]["detail"]
         assert "built with embedding model 'minilm'" in detail and "HYBRIDRAG_EMBEDDING_MODEL" in detail
+
+
+def test_time_budget_skips_a_slow_retriever(
+    sample_index: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    from service.engine import SearchEngine
+    from service.retrievers import SemanticRetriever
+
+    original = SemanticRetriever.retrieve
+
+    def slow(self, query, limit):  # type: ignore[no-untyped-def]
+        time.sleep(1.5)
+        return original(self, query, limit)
+
+    monkeypatch.setattr(SemanticRetriever, "retrieve", slow)
+    settings = Settings(index_dir=sample_index, embedding_model="minilm", search_budget_s=0.5, _env_file=None)  # type: ignore[call-arg]
+    with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as c:
+        started = time.perf_counter()
+        data = search(c, {"text": "Who founded Sony?"})
+        assert time.perf_counter() - started < 1.4
+        assert any(n["stage"] == "semantic" and n["reason"] == "time budget exceeded" for n in data["notes"])
+        assert data["results"] and data["strategies"]["semantic"]["enabled"] is False
