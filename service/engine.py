@@ -42,6 +42,7 @@ from service.classifier import QueryClassifier
 from service.fusion import FusedItem, max_unseen_score, weighted_rrf
 from service.highlight import best_sentence, fragment, term_matches
 from service.loaded_index import LoadedIndex, load_index
+from service.rerank import RerankerPool, RerankerUnavailable
 from service.retrievers import Candidate, RetrievalQuery, Retrieved, strategy_names
 from service.settings import Settings
 
@@ -84,6 +85,7 @@ class Ranking:
 class ComponentStatus:
     ready: bool
     detail: str
+    required: bool = True
 
 
 class SearchEngine:
@@ -94,6 +96,7 @@ class SearchEngine:
         self._embedder = embedder
         self._index: LoadedIndex | None = None
         self._lock = threading.Lock()
+        self._rerankers = RerankerPool()
         self._pool = ThreadPoolExecutor(max_workers=settings.search_threads, thread_name_prefix="retriever")
         self.components: dict[str, ComponentStatus] = {
             "index": ComponentStatus(False, "not loaded"),
@@ -114,6 +117,12 @@ class SearchEngine:
             self.components["embedder"] = ComponentStatus(True, f"{self._embedder.name} loaded")
         else:
             self.components["embedder"] = ComponentStatus(True, "disabled by configuration")
+        try:
+            self._rerankers.get(self.settings.rerank_model)
+            self.components["reranker"] = ComponentStatus(True, f"{self.settings.rerank_model} loaded", False)
+        except RerankerUnavailable as exc:
+            # Optional: searches still work, and say in their notes that rerank was skipped and why.
+            self.components["reranker"] = ComponentStatus(False, str(exc), False)
         self.reload()
 
     def reload(self) -> bool:
@@ -139,7 +148,7 @@ class SearchEngine:
 
     @property
     def ready(self) -> bool:
-        return all(c.ready for c in self.components.values())
+        return all(c.ready for c in self.components.values() if c.required)
 
     @property
     def index(self) -> LoadedIndex:
@@ -171,10 +180,6 @@ class SearchEngine:
             else:
                 reason = index.unavailable.get(name, "not available")
                 notes.append(StageNote(stage=name, status="skipped", reason=reason))
-        if request.options.rerank_enabled and request.rerank_config.enabled:
-            notes.append(
-                StageNote(stage="rerank", status="skipped", reason="no cross-encoder reranker is available")
-            )
         if request.options.crag_enabled:
             notes.append(StageNote(stage="crag", status="skipped", reason="CRAG scoring is not available"))
         vector = self._query_vector(request, index)
@@ -227,14 +232,58 @@ class SearchEngine:
             total=total,
         )
 
+    def rerank(self, request: SearchRequest, ranking: Ranking, deadline: float) -> dict[str, float]:
+        """Reorder the top `rerankConfig.topK` of `ranking.kept` by a cross-encoder; returns the scores.
+
+        When no model is available, or the time budget is spent, the order stays and a note says why.
+        """
+        if not (request.options.rerank_enabled and request.rerank_config.enabled) or not ranking.kept:
+            return {}
+        name = (
+            request.rerank_config.model
+            if "model" in request.rerank_config.model_fields_set
+            else self.settings.rerank_model
+        )
+        if time.perf_counter() >= deadline:
+            ranking.notes.append(StageNote(stage="rerank", status="skipped", reason="time budget exceeded"))
+            return {}
+        try:
+            reranker = self._rerankers.get(name)
+        except RerankerUnavailable as exc:
+            ranking.notes.append(StageNote(stage="rerank", status="skipped", reason=str(exc)))
+            return {}
+        top = ranking.kept[: request.rerank_config.top_k]
+        texts = [self._text_of(ranking.index, f.id) for f in top]
+        scores = reranker.score(request.text, texts, request.rerank_config.batch_size)
+        order = sorted(range(len(top)), key=lambda i: (-float(scores[i]), i))
+        ranking.kept[: len(top)] = [top[i] for i in order]
+        return {top[i].id: _unit(float(scores[i])) for i in range(len(top))}
+
+    @staticmethod
+    def _text_of(index: LoadedIndex, item_id: str) -> str:
+        chunk = index.chunks.get(item_id)
+        if chunk is not None:
+            title = index.documents[chunk.doc_id].title
+            return f"{title}\n{chunk.text}" if title else chunk.text
+        graph = index.retrievers["graph"].graph  # type: ignore[attr-defined]
+        if item_id in graph.entity_index:
+            e = graph.entities[graph.entity_index[item_id]]
+            return f"{e.name}: {e.description}"
+        return next(c.report for c in graph.communities if c.id == item_id)
+
     def search(self, request: SearchRequest, request_id: str | None = None) -> SearchResult:
         started = time.perf_counter()
         ranking = self.rank(request, started + self.settings.search_budget_s)
+        rerank_scores = self.rerank(request, ranking, started + self.settings.search_budget_s)
         index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
         by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}
         page = kept[request.options.offset : request.options.offset + request.options.limit]
         query_tokens = set(index.keyword.query_terms(request.text)[0])
         items = [self._item(index, f, by_strategy, query_tokens, request) for f in page]
+        for item in items:
+            if item.id in rerank_scores:
+                # Reranked items are ordered by the cross-encoder, so their score is its probability.
+                item.relevance.rerank = item.score = rerank_scores[item.id]
         metrics = {
             name: StrategyMetric(
                 enabled=name in retrieved,

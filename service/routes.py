@@ -40,7 +40,10 @@ async def livez() -> dict[str, str]:
     "/readyz", summary="Readiness: index and models loaded (503 with per-component status until then)"
 )
 async def readyz(engine: EngineDep) -> JSONResponse:
-    components = {name: {"ready": c.ready, "detail": c.detail} for name, c in engine.components.items()}
+    components = {
+        name: {"ready": c.ready, "detail": c.detail, "required": c.required}
+        for name, c in engine.components.items()
+    }
     body = {
         "status": "ready" if engine.ready else "not-ready",
         "components": components,

@@ -23,6 +23,11 @@ class Settings(BaseSettings):
         description="Query embedding model; must be the model the index was built with.",
     )
     load_embedder: bool = Field(True, description="Load the embedding model (semantic search) at start-up.")
+    rerank_model: str = Field(
+        "cross-encoder/ms-marco-MiniLM-L-6-v2",
+        description="Cross-encoder used when a request does not name one: a local folder or a model in the "
+        "local Hugging Face cache (never downloaded).",
+    )
     api_key: SecretStr | None = Field(None, description="When set, search and document endpoints need it.")
     max_body_bytes: int = Field(1_000_000, ge=1_024, description="Largest accepted request body.")
     search_budget_s: float = Field(

@@ -95,6 +95,7 @@ def test_unavailable_stages_are_reported_not_silent(client: TestClient) -> None:
     data = search(client, {"text": "Toyota", "options": {"cragEnabled": True}})
     stages = {n["stage"]: n for n in data["notes"]}
     assert stages["rerank"]["status"] == "skipped" and stages["crag"]["status"] == "skipped"
+    assert "not on this machine" in stages["rerank"]["reason"]
     quiet = search(client, {"text": "Toyota", "options": {"rerankEnabled": False, "strategies": ["keyword"]}})
     assert quiet["notes"] == []
 

@@ -1,0 +1,94 @@
+"""Cross-encoder reranking behind a one-method protocol, with models resolved strictly offline.
+
+No cross-encoder ships in a PyPI package, so a model is used only when it is already on this machine: a local
+folder, or a snapshot in the local Hugging Face cache. When neither exists, the caller gets a clear reason
+(and the search reports rerank as skipped) instead of a download attempt or an error.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+
+class Reranker(Protocol):
+    """Scores (query, passage) pairs; higher is more relevant, in 0..1."""
+
+    name: str
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int) -> np.ndarray: ...
+
+
+class RerankerUnavailable(RuntimeError):
+    pass
+
+
+def resolve_model(name: str) -> Path:
+    """A local folder, or the local Hugging Face cache's snapshot of `name`; never a download."""
+    path = Path(name).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():
+        return path
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception as exc:  # the hub raises several kinds; all mean "not on this machine"
+        raise RerankerUnavailable(
+            f"cross-encoder {name!r} is not on this machine (no such folder, not in the local Hugging Face "
+            "cache); set rerankConfig.model or HYBRIDRAG_RERANK_MODEL to a local model folder"
+        ) from exc
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers CrossEncoder; scores go through a sigmoid so they read as probabilities."""
+
+    def __init__(self, name: str) -> None:
+        from sentence_transformers import CrossEncoder
+
+        self.name = name
+        self._model = CrossEncoder(str(resolve_model(name)), device="cpu", local_files_only=True)
+        self._lock = threading.Lock()
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int) -> np.ndarray:
+        with self._lock:
+            logits = self._model.predict(
+                [(query, p) for p in passages],
+                batch_size=batch_size,
+                activation_fn=None,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+        raw = np.asarray(logits, dtype=np.float64).reshape(len(passages), -1)[:, -1]
+        return 1.0 / (1.0 + np.exp(-raw))
+
+
+class RerankerPool:
+    """Loads each requested model once; remembers why a model could not be loaded."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, Reranker] = {}
+        self._failures: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Reranker:
+        with self._lock:
+            if name in self._models:
+                return self._models[name]
+            if name in self._failures:
+                raise RerankerUnavailable(self._failures[name])
+            try:
+                model = CrossEncoderReranker(name)
+            except RerankerUnavailable as exc:
+                self._failures[name] = str(exc)
+                raise
+            except (OSError, ValueError) as exc:
+                self._failures[name] = f"cross-encoder {name!r} could not be loaded: {exc}"
+                raise RerankerUnavailable(self._failures[name]) from exc
+            self._models[name] = model
+            return model

@@ -1,0 +1,42 @@
+"""The query classifier against a small labelled set in both languages (its accuracy is a tested floor)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from indexing.analyzers import Analyzer
+from service.classifier import QueryClassifier
+
+LABELLED = [
+    json.loads(line) for line in (Path(__file__).parent / "data" / "classifier_labelled.jsonl").open()
+]
+CLASSIFIER = QueryClassifier(Analyzer())
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_accuracy_on_the_labelled_set(lang: str) -> None:
+    rows = [r for r in LABELLED if r["lang"] == lang]
+    wrong = [(r["query"], r["type"], CLASSIFIER.classify(r["query"]).type) for r in rows]
+    wrong = [w for w in wrong if w[1] != w[2]]
+    accuracy = 1 - len(wrong) / len(rows)
+    print(f"{lang}: accuracy {accuracy:.2f} on {len(rows)} queries; wrong: {wrong}")
+    assert accuracy >= 0.85, wrong
+
+
+def test_classification_is_a_valid_contract_object() -> None:
+    c = CLASSIFIER.classify("What is the relationship between Marie Curie and the University of Paris?")
+    assert c.type == "relationship" and c.confidence > 0.8
+    assert c.extracted_entities == ["Marie Curie", "University of Paris"]
+    w = c.suggested_weights
+    assert abs(w.keyword + w.semantic + w.graph - 1.0) < 0.01 and w.graph > w.keyword
+    assert "Marie Curie" in c.expanded_queries
+
+
+def test_japanese_entities_and_expansions() -> None:
+    c = CLASSIFIER.classify("トヨタ自動車と豊田佐吉の関係は？")
+    assert c.type == "relationship"
+    assert {"トヨタ自動車", "豊田佐吉"} <= set(c.extracted_entities)
+    assert c.expanded_queries and all(q != c.original_query for q in c.expanded_queries)
