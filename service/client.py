@@ -1,0 +1,237 @@
+"""Python client for the hybridrag service: sync and async, one shared core, nothing heavy imported.
+
+    from service.client import HybridRagClient
+    with HybridRagClient() as rag:                       # HYBRIDRAG_URL, HYBRIDRAG_API_KEY from the env
+        result = rag.search("Who founded Sony?", limit=5)
+        for item in result.results: print(item.score, item.content.text[:80])
+
+Timeouts default to 15 s (the deep-research provider's budget). Connection errors and 5xx answers are retried
+with exponential backoff; 4xx answers are not (they would fail again). Errors carry the status code, the
+request id and the problem document's field errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from schemas.search import SearchRequest, SearchResult
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_TIMEOUT = 15.0
+
+
+class HybridRagError(Exception):
+    """A failed call: `status_code` is None when the service could not be reached at all."""
+
+    def __init__(
+        self,
+        message: str,
+        status_code: int | None = None,
+        request_id: str | None = None,
+        problem: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.request_id = request_id
+        self.problem = dict(problem or {})
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return list(self.problem.get("errors", []))
+
+
+class HybridRagValidationError(HybridRagError):
+    """The service rejected the request (4xx); `errors` names the fields."""
+
+
+class HybridRagUnavailable(HybridRagError):
+    """The service could not answer (connection failure, timeout, 5xx) after the retries."""
+
+
+class _Core:
+    """What both clients share: configuration, request building, response parsing, the retry rule."""
+
+    def __init__(
+        self, base_url: str | None, api_key: str | None, timeout: float, retries: int, backoff: float
+    ) -> None:
+        self.base_url = (base_url or os.environ.get("HYBRIDRAG_URL") or DEFAULT_URL).rstrip("/")
+        self.api_key = api_key if api_key is not None else os.environ.get("HYBRIDRAG_API_KEY")
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+
+    def headers(self, language: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        if language:
+            headers["Accept-Language"] = language
+        return headers
+
+    @staticmethod
+    def body(text: str | SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:
+        if isinstance(text, SearchRequest):
+            return text.to_wire()
+        request = {
+            "text": text,
+            **{
+                k: v
+                for k, v in options.items()
+                if k in ("type", "embedding", "filters", "rrfConfig", "rerankConfig")
+            },
+        }
+        opts = {k: v for k, v in options.items() if k not in request}
+        if opts:
+            request["options"] = opts
+        # Validate here so a mistake is reported before any network round trip, with the same messages.
+        return SearchRequest.model_validate(request).to_wire()
+
+    @staticmethod
+    def retryable(response: httpx.Response | None) -> bool:
+        return response is None or response.status_code >= 500
+
+    def delay(self, attempt: int) -> float:
+        return float(self.backoff * (2**attempt))
+
+    @staticmethod
+    def raise_for(response: httpx.Response) -> None:
+        if response.status_code < 400:
+            return
+        try:
+            problem = response.json()
+        except ValueError:
+            problem = {"detail": response.text[:500]}
+        rid = response.headers.get("x-request-id") or problem.get("requestId")
+        message = f"{response.status_code} {problem.get('title', '')}".strip()
+        if problem.get("errors"):
+            message += ": " + "; ".join(f"{e.get('path')}: {e.get('message')}" for e in problem["errors"])
+        elif problem.get("detail"):
+            message += f": {problem['detail']}"
+        cls = HybridRagValidationError if response.status_code < 500 else HybridRagUnavailable
+        raise cls(message, response.status_code, rid, problem)
+
+
+class HybridRagClient:
+    """Blocking client."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = 2,
+        backoff: float = 0.25,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._core = _Core(base_url, api_key, timeout, retries, backoff)
+        self._http = httpx.Client(base_url=self._core.base_url, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> HybridRagClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, language: str | None = None, **kwargs: Any) -> httpx.Response:
+        last: Exception | None = None
+        for attempt in range(self._core.retries + 1):
+            response = None
+            try:
+                response = self._http.request(method, path, headers=self._core.headers(language), **kwargs)
+            except httpx.TransportError as exc:
+                last = exc
+            if response is not None and not self._core.retryable(response):
+                self._core.raise_for(response)
+                return response
+            if attempt < self._core.retries:
+                time.sleep(self._core.delay(attempt))
+        if response is not None:
+            self._core.raise_for(response)
+        raise HybridRagUnavailable(f"{self._core.base_url}{path} unreachable: {last}") from last
+
+    def search(self, text: str | SearchRequest, language: str | None = None, **options: Any) -> SearchResult:
+        """Search; options are the contract's (limit=5, strategies=[...], filters={...}, type=...)."""
+        body = self._core.body(text, options)
+        return SearchResult.model_validate_json(self._call("POST", "/v1/search", language, json=body).content)
+
+    def document(self, doc_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = self._call("GET", f"/v1/documents/{doc_id}").json()
+        return data
+
+    def ready(self) -> bool:
+        try:
+            return self._http.get("/readyz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+
+class AsyncHybridRagClient:
+    """asyncio client with the same behaviour."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = 2,
+        backoff: float = 0.25,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._core = _Core(base_url, api_key, timeout, retries, backoff)
+        self._http = httpx.AsyncClient(base_url=self._core.base_url, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> AsyncHybridRagClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _call(
+        self, method: str, path: str, language: str | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        last: Exception | None = None
+        for attempt in range(self._core.retries + 1):
+            response = None
+            try:
+                response = await self._http.request(
+                    method, path, headers=self._core.headers(language), **kwargs
+                )
+            except httpx.TransportError as exc:
+                last = exc
+            if response is not None and not self._core.retryable(response):
+                self._core.raise_for(response)
+                return response
+            if attempt < self._core.retries:
+                await asyncio.sleep(self._core.delay(attempt))
+        if response is not None:
+            self._core.raise_for(response)
+        raise HybridRagUnavailable(f"{self._core.base_url}{path} unreachable: {last}") from last
+
+    async def search(
+        self, text: str | SearchRequest, language: str | None = None, **options: Any
+    ) -> SearchResult:
+        body = self._core.body(text, options)
+        response = await self._call("POST", "/v1/search", language, json=body)
+        return SearchResult.model_validate_json(response.content)
+
+    async def document(self, doc_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = (await self._call("GET", f"/v1/documents/{doc_id}")).json()
+        return data
+
+    async def ready(self) -> bool:
+        try:
+            return (await self._http.get("/readyz")).status_code == 200
+        except httpx.TransportError:
+            return False

@@ -1,0 +1,196 @@
+"""The Python client against the real service on loopback, and against failing and slow endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from pydantic import ValidationError
+
+from service.client import (
+    AsyncHybridRagClient,
+    HybridRagClient,
+    HybridRagUnavailable,
+    HybridRagValidationError,
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture()
+def serve() -> Iterator[Any]:
+    servers: list[uvicorn.Server] = []
+
+    def start(app: Any) -> str:
+        port = _free_port()
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+        threading.Thread(target=server.run, daemon=True).start()
+        deadline = time.time() + 30
+        while not server.started and time.time() < deadline:
+            time.sleep(0.02)
+        servers.append(server)
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server in servers:
+        server.should_exit = True
+
+
+@pytest.fixture()
+def live_url(serve: Any, sample_index: Path, embedder: Any) -> str:
+    from service.app import create_app
+    from service.engine import SearchEngine
+    from service.settings import Settings
+
+    settings = Settings(index_dir=sample_index, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
+    engine = SearchEngine(settings, embedder=embedder)
+    engine.start()
+    url: str = serve(create_app(settings, engine))
+    return url
+
+
+def test_sync_client_search_and_documents(live_url: str) -> None:
+    with HybridRagClient(live_url) as rag:
+        assert rag.ready()
+        result = rag.search("Who founded Sony?", limit=3, strategies=["keyword", "semantic"])
+        top = result.results[0]
+        assert top.metadata and top.metadata["title"] == "Sony: Masaru Ibuka and Akio Morita"
+        assert result.request_id and result.query.options.limit == 3
+        doc = rag.document(top.metadata["docId"])
+        assert top.content.text in doc["text"]
+
+
+def test_client_validates_before_sending_and_maps_4xx(live_url: str) -> None:
+    with HybridRagClient(live_url) as rag:
+        with pytest.raises(ValidationError):
+            rag.search("x", limit=0)
+        with pytest.raises(HybridRagValidationError) as info:
+            rag.search("x", embedding=[0.1, 0.2], language="en")
+        err = info.value
+        assert err.status_code == 422 and err.request_id and err.errors[0]["path"] == "embedding"
+        with pytest.raises(HybridRagValidationError) as missing:
+            rag.document("no-such-doc")
+        assert missing.value.status_code == 404
+
+
+def test_async_client(live_url: str) -> None:
+    async def run() -> list[str]:
+        async with AsyncHybridRagClient(live_url) as rag:
+            results = await asyncio.gather(
+                *(rag.search(q, limit=1) for q in ("radium", "東京タワー", "Shinkansen"))
+            )
+            return [r.results[0].metadata["title"] for r in results if r.results[0].metadata]
+
+    titles = asyncio.run(run())
+    assert (
+        titles[0].startswith("Marie Curie") and titles[1] == "東京タワーの建設" and "Shinkansen" in titles[2]
+    )
+
+
+def test_retries_5xx_then_succeeds(serve: Any, client: Any) -> None:
+    good = client.post("/v1/search", json={"text": "Toyota", "options": {"limit": 1}}).content
+    calls = {"n": 0}
+
+    async def flaky(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        calls["n"] += 1
+        status, body = (503, b'{"status": 503, "title": "busy"}') if calls["n"] <= 2 else (200, good)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    url = serve(flaky)
+    with HybridRagClient(url, retries=2, backoff=0.01) as rag:
+        assert rag.search("Toyota", limit=1).results
+    assert calls["n"] == 3
+    calls["n"] = 0
+    with HybridRagClient(url, retries=1, backoff=0.01) as rag, pytest.raises(HybridRagUnavailable) as info:
+        rag.search("Toyota", limit=1)
+    assert info.value.status_code == 503 and calls["n"] == 2
+
+
+def test_4xx_is_not_retried(serve: Any) -> None:
+    calls = {"n": 0}
+
+    async def bad(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        calls["n"] += 1
+        await send({"type": "http.response.start", "status": 422, "headers": [(b"x-request-id", b"r-1")]})
+        await send({"type": "http.response.body", "body": b'{"errors": [{"path": "text", "message": "m"}]}'})
+
+    with (
+        HybridRagClient(serve(bad), retries=3, backoff=0.01) as rag,
+        pytest.raises(HybridRagValidationError) as info,
+    ):
+        rag.search("x")
+    assert calls["n"] == 1 and info.value.request_id == "r-1"
+
+
+def test_timeout_on_a_slow_endpoint(serve: Any) -> None:
+    async def slow(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await asyncio.sleep(2)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    url = serve(slow)
+    started = time.perf_counter()
+    with (
+        HybridRagClient(url, timeout=0.3, retries=1, backoff=0.01) as rag,
+        pytest.raises(HybridRagUnavailable) as info,
+    ):
+        rag.search("x")
+    assert info.value.status_code is None and time.perf_counter() - started < 1.5
+
+
+def test_unreachable_service() -> None:
+    with HybridRagClient(f"http://127.0.0.1:{_free_port()}", retries=1, backoff=0.01) as rag:
+        assert rag.ready() is False
+        with pytest.raises(HybridRagUnavailable, match="unreachable"):
+            rag.search("x")
+
+
+def test_env_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HYBRIDRAG_URL", "http://127.0.0.1:9999/")
+    monkeypatch.setenv("HYBRIDRAG_API_KEY", "k")
+    seen: dict[str, str] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen["url"] = str(request.url)
+        seen["auth"] = request.headers["authorization"]
+        return httpx.Response(404, json={"status": 404, "title": "Not found"})
+
+    with (
+        HybridRagClient(transport=httpx.MockTransport(handler)) as rag,
+        pytest.raises(HybridRagValidationError),
+    ):
+        rag.document("d")
+    assert seen == {"url": "http://127.0.0.1:9999/v1/documents/d", "auth": "Bearer k"}
+
+
+def test_client_imports_nothing_heavy() -> None:
+    code = "import sys, service.client; heavy = {'torch', 'tantivy', 'lancedb', 'sentence_transformers', 'fastapi'}; print(sorted(heavy & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
