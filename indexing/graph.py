@@ -88,6 +88,23 @@ class GraphData:
         if community_vectors is not None:
             np.save(folder / COMMUNITY_VECTORS, community_vectors.astype(np.float32), allow_pickle=False)
 
+    def to_networkx(self) -> Any:
+        """The graph as a networkx Graph (node and edge attributes included), for analysis and export.
+
+        Retrieval does not use it: PageRank runs on a CSR matrix built once, and Leiden on igraph.
+        """
+        import networkx as nx
+
+        g = nx.Graph()
+        for e in self.entities:  # stable node order: entities are sorted by normalised name
+            g.add_node(e.id, name=e.name, type=e.type, mentions=e.mentions)
+        for r in self.relations:
+            g.add_edge(r.source, r.target, id=r.id, weight=r.count, pmi=r.pmi)
+        for c in self.communities:
+            for eid in c.entity_ids:
+                g.nodes[eid]["community"] = c.id
+        return g
+
     @classmethod
     def load(cls, folder: Path) -> tuple[GraphData, np.ndarray | None]:
         data = json.loads((folder / GRAPH_JSON).read_text("utf-8"))

@@ -75,6 +75,12 @@ def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
     assert vectors is not None and vectors.shape == (len(graph.communities), 384)
     assert not (path / "graph.pickle").exists()
     json.loads((path / "graph.json").read_text("utf-8"))  # plain JSON
+    nxg = graph.to_networkx()
+    assert nxg.number_of_nodes() == len(graph.entities) and nxg.number_of_edges() == len(graph.relations)
+    assert (
+        nxg.nodes[ibuka.id]["community"] == community.id
+        and nxg.edges[ibuka.id, morita.id]["weight"] == rel.count
+    )
 
 
 def test_graph_build_is_deterministic(tmp_path: Path) -> None:
