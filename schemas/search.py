@@ -279,6 +279,7 @@ class SearchResult(ContractModel):
     processing_time: Annotated[float, Field(ge=0)]
     strategies: SearchStrategyMetrics
     classification: QueryClassification | None = None
+    crag: CRAGScore | None = None
     notes: list[StageNote] = Field(default_factory=list)
     index_version: str | None = None
     request_id: str | None = None

@@ -23,6 +23,7 @@ from indexing.embedders import Embedder, ModelUnavailable, load_embedder
 from indexing.filters import ChunkFilters
 from schemas.base import SCHEMA_VERSION, QueryTypeName
 from schemas.search import (
+    CRAGScore,
     Highlight,
     HighlightOffset,
     QueryClassification,
@@ -38,6 +39,7 @@ from schemas.search import (
     StageNote,
     StrategyMetric,
 )
+from service import crag
 from service.classifier import QueryClassifier
 from service.fusion import FusedItem, max_unseen_score, weighted_rrf
 from service.highlight import best_sentence, fragment, term_matches
@@ -180,8 +182,6 @@ class SearchEngine:
             else:
                 reason = index.unavailable.get(name, "not available")
                 notes.append(StageNote(stage=name, status="skipped", reason=reason))
-        if request.options.crag_enabled:
-            notes.append(StageNote(stage="crag", status="skipped", reason="CRAG scoring is not available"))
         vector = self._query_vector(request, index)
         weight_map = {name: getattr(weights, name) for name in active}
         if active and sum(weight_map.values()) <= 0:
@@ -259,6 +259,32 @@ class SearchEngine:
         ranking.kept[: len(top)] = [top[i] for i in order]
         return {top[i].id: _unit(float(scores[i])) for i in range(len(top))}
 
+    def _crag(
+        self, request: SearchRequest, ranking: Ranking, items: list[SearchResultItem], reranked: bool
+    ) -> CRAGScore:
+        """Per-chunk CRAG verdicts (set on each item) and the overall verdict of the page."""
+        refined = crag.refined_query(ranking.classification)
+        if reranked:
+            source = "rerank"
+        elif "semantic" in ranking.retrieved:
+            source = self.settings.embedding_model
+        else:
+            source = "keyword"
+            ranking.notes.append(
+                StageNote(stage="crag", status="degraded", reason="no semantic evidence; keyword scores used")
+            )
+        thresholds = crag.thresholds_for(source)
+        verdicts = []
+        for item in items:
+            if item.type != "chunk":
+                continue
+            evidence = {"rerank": item.relevance.rerank or 0.0, "keyword": item.relevance.keyword}.get(
+                source, item.relevance.semantic
+            )
+            item.relevance.crag = crag.verdict(evidence, thresholds, refined)
+            verdicts.append(item.relevance.crag)
+        return crag.overall(verdicts, refined)
+
     @staticmethod
     def _text_of(index: LoadedIndex, item_id: str) -> str:
         chunk = index.chunks.get(item_id)
@@ -284,6 +310,9 @@ class SearchEngine:
             if item.id in rerank_scores:
                 # Reranked items are ordered by the cross-encoder, so their score is its probability.
                 item.relevance.rerank = item.score = rerank_scores[item.id]
+        crag_overall = (
+            self._crag(request, ranking, items, bool(rerank_scores)) if request.options.crag_enabled else None
+        )
         metrics = {
             name: StrategyMetric(
                 enabled=name in retrieved,
@@ -311,6 +340,7 @@ class SearchEngine:
             processing_time=round((time.perf_counter() - started) * 1000, 3),
             strategies=SearchStrategyMetrics(**metrics),
             classification=ranking.classification,
+            crag=crag_overall,
             notes=ranking.notes,
             index_version=index.version_name,
             request_id=request_id,
