@@ -26,11 +26,46 @@ python -m benchmarks.japanese_tokenization ../shared/data/jaquad_ja dev benchmar
 """
 
 
+def summary() -> str:
+    """nDCG@10 / Recall@5 / Recall@100 of every quality result, one row per dataset, model and system."""
+    import json
+
+    from benchmarks.common import markdown_table
+
+    rows = []
+    for path in sorted(RESULTS.glob("quality-*.json")):
+        report = json.loads(path.read_text("utf-8"))
+        for system, result in report["results"].items():
+            m = result["metrics"]
+            rows.append(
+                [
+                    f"{report['dataset']} ({report['split']})",
+                    report["config"]["embeddingModel"],
+                    system,
+                    m["ndcg@10"],
+                    m["recall@5"],
+                    m["recall@100"],
+                    result["p50ms"],
+                ]
+            )
+    return markdown_table(["dataset", "model", "system", "nDCG@10", "R@5", "R@100", "p50 ms"], rows)
+
+
+def update_readme(readme: Path) -> None:
+    """Replace the block between the markers in the project README with the current summary."""
+    begin, end = "<!-- quality:begin -->", "<!-- quality:end -->"
+    text = readme.read_text("utf-8")
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    readme.write_text(head + begin + "\n" + summary() + end + tail, "utf-8")
+
+
 def main() -> None:
-    parts = [HEADER]
+    parts = [HEADER, "## Summary\n\n", summary(), "\n"]
     for md in sorted(RESULTS.glob("*.md")):
         parts.append(md.read_text("utf-8").strip() + "\n\n")
     (Path(__file__).parent / "README.md").write_text("".join(parts), "utf-8")
+    update_readme(Path(__file__).parent.parent / "README.md")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ class Thresholds:
 # Pooled over HotpotQA-100 dev and SciFact train (minilm) / HotpotQA-100 dev and JaQuAD dev (e5).
 THRESHOLDS: dict[str, Thresholds] = {
     "minilm": Thresholds(upper=0.787, lower=0.588),
-    "e5-multilingual": Thresholds(upper=0.87, lower=0.83),
+    "e5-multilingual": Thresholds(upper=0.931, lower=0.923),
     "rerank": Thresholds(upper=0.7, lower=0.3),
 }
 FALLBACK = Thresholds(upper=0.8, lower=0.5)

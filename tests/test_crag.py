@@ -30,8 +30,11 @@ def test_overall_rules() -> None:
 
 
 def test_search_with_crag(client: TestClient) -> None:
-    body = {"text": "lattice gauge theory of quantum chromodynamics", "filters": {"minRelevance": 0},
-            "options": {"cragEnabled": True, "rerankEnabled": False, "limit": 5}}
+    body = {
+        "text": "lattice gauge theory of quantum chromodynamics",
+        "filters": {"minRelevance": 0},
+        "options": {"cragEnabled": True, "rerankEnabled": False, "limit": 5},
+    }
     data = client.post("/v1/search", json=body).json()
     t = crag.thresholds_for("minilm")
     for item in data["results"]:
@@ -40,5 +43,7 @@ def test_search_with_crag(client: TestClient) -> None:
         assert v["relevance"] == expected and v["needsWebSearch"] == (expected != "correct")
     assert data["crag"]["relevance"] in ("incorrect", "ambiguous") and data["crag"]["needsWebSearch"]
     assert "lattice" in data["crag"]["refinedQuery"]
-    off = client.post("/v1/search", json={**body, "options": {**body["options"], "cragEnabled": False}}).json()
+    off = client.post(
+        "/v1/search", json={**body, "options": {**body["options"], "cragEnabled": False}}
+    ).json()
     assert off["crag"] is None and all(r["relevance"]["crag"] is None for r in off["results"])
