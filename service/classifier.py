@@ -46,6 +46,8 @@ WEIGHTS_BY_TYPE: dict[str, tuple[float, float, float]] = {
     "hybrid": (0.35, 0.35, 0.3),
 }
 
+LOCAL_WITHOUT_ENTITIES = (0.45, 0.45, 0.1)
+
 
 @dataclass(frozen=True, slots=True)
 class _Cues:
@@ -114,6 +116,9 @@ class QueryClassifier:
             qtype = "local"
             confidence = 0.7 if entities else 0.55
         kw, sem, graph = WEIGHTS_BY_TYPE[qtype]
+        if qtype == "local" and not entities:
+            # The graph is reached through named entities; a query that names none gets little from it.
+            kw, sem, graph = LOCAL_WITHOUT_ENTITIES
         return QueryClassification(
             original_query=text,
             type=qtype,
