@@ -92,9 +92,21 @@ class _Core:
         # Validate here so a mistake is reported before any network round trip, with the same messages.
         return SearchRequest.model_validate(request).to_wire()
 
-    @staticmethod
-    def retryable(response: httpx.Response | None) -> bool:
-        return response is None or response.status_code >= 500
+    def accept(self, response: httpx.Response | None) -> bool:
+        """True when `response` is final (raising for a 4xx); False when the call should be retried."""
+        if response is None or response.status_code >= 500:
+            return False
+        self.raise_for(response)
+        return True
+
+    def give_up(self, path: str, response: httpx.Response | None, last: Exception | None) -> HybridRagError:
+        """The error to raise once every attempt has failed."""
+        if response is not None:
+            try:
+                self.raise_for(response)
+            except HybridRagError as exc:
+                return exc
+        return HybridRagUnavailable(f"{self.base_url}{path} unreachable: {last}")
 
     def delay(self, attempt: int) -> float:
         return float(self.backoff * (2**attempt))
@@ -149,14 +161,11 @@ class HybridRagClient:
                 response = self._http.request(method, path, headers=self._core.headers(language), **kwargs)
             except httpx.TransportError as exc:
                 last = exc
-            if response is not None and not self._core.retryable(response):
-                self._core.raise_for(response)
+            if response is not None and self._core.accept(response):
                 return response
             if attempt < self._core.retries:
                 time.sleep(self._core.delay(attempt))
-        if response is not None:
-            self._core.raise_for(response)
-        raise HybridRagUnavailable(f"{self._core.base_url}{path} unreachable: {last}") from last
+        raise self._core.give_up(path, response, last) from last
 
     def search(self, text: str | SearchRequest, language: str | None = None, **options: Any) -> SearchResult:
         """Search; options are the contract's (limit=5, strategies=[...], filters={...}, type=...)."""
@@ -210,14 +219,11 @@ class AsyncHybridRagClient:
                 )
             except httpx.TransportError as exc:
                 last = exc
-            if response is not None and not self._core.retryable(response):
-                self._core.raise_for(response)
+            if response is not None and self._core.accept(response):
                 return response
             if attempt < self._core.retries:
                 await asyncio.sleep(self._core.delay(attempt))
-        if response is not None:
-            self._core.raise_for(response)
-        raise HybridRagUnavailable(f"{self._core.base_url}{path} unreachable: {last}") from last
+        raise self._core.give_up(path, response, last) from last
 
     async def search(
         self, text: str | SearchRequest, language: str | None = None, **options: Any
