@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import load_beir, machine, markdown_table, now
-from benchmarks.quality import DOC_DEPTH, METRICS, evaluate
+from benchmarks.quality import METRICS, documents_in_order, evaluate
 
 VARIANTS: dict[str, tuple[bool, float]] = {
     "sudachi": (True, 0.0),
@@ -38,14 +38,7 @@ def run(dataset_dir: Path, split: str, index_dir: Path) -> dict[str, Any]:
         run_: dict[str, dict[str, float]] = {}
         for qid, text in dataset.queries.items():
             hits, _total, _ceiling = index.search(text, 300)
-            docs: dict[str, float] = {}
-            for hit in hits:
-                doc = to_doc[hit.chunk_id]
-                if doc not in docs:
-                    docs[doc] = float(DOC_DEPTH - len(docs))
-                    if len(docs) >= DOC_DEPTH:
-                        break
-            run_[qid] = docs
+            run_[qid] = documents_in_order(to_doc[hit.chunk_id] for hit in hits)
         results[name] = evaluate(dataset.qrels, run_)
     return {
         "benchmark": "japanese-tokenization",

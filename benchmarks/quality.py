@@ -9,7 +9,7 @@ beside it so the ratio of our BM25 to a reference BM25 is known.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,17 @@ def evaluate(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]])
     return {m: round(float(scores[m]), 4) for m in METRICS}
 
 
+def documents_in_order(doc_ids: Iterable[str | None]) -> dict[str, float]:
+    """Chunk hits -> documents: a document ranks where its best chunk ranks (None = a hit with no document)."""
+    docs: dict[str, float] = {}
+    for doc_id in doc_ids:
+        if doc_id is not None and doc_id not in docs:
+            docs[doc_id] = float(DOC_DEPTH - len(docs))  # rank-preserving score
+            if len(docs) >= DOC_DEPTH:
+                break
+    return docs
+
+
 def run_strategy(
     engine: Any, dataset: BeirDataset, strategies: Sequence[str]
 ) -> tuple[dict[str, dict[str, float]], list[float]]:
@@ -59,16 +70,8 @@ def run_strategy(
         t0 = time.perf_counter()
         ranking = engine.rank(request, min_depth=CHUNK_DEPTH)
         latencies.append((time.perf_counter() - t0) * 1000)
-        docs: dict[str, float] = {}
-        for item in ranking.kept:
-            if item.id not in chunks:
-                continue  # entity and community results have no document of their own
-            doc_id = chunks[item.id].doc_id
-            if doc_id not in docs:
-                docs[doc_id] = float(DOC_DEPTH - len(docs))  # rank-preserving score
-                if len(docs) >= DOC_DEPTH:
-                    break
-        run[qid] = docs
+        # Entity and community results have no document of their own.
+        run[qid] = documents_in_order(chunks[f.id].doc_id if f.id in chunks else None for f in ranking.kept)
     return run, latencies
 
 
