@@ -22,6 +22,7 @@ from indexing import store
 from indexing.analyzers import Analyzer
 from indexing.embedders import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
 from indexing.entities import EntityExtractor, Mention
+from indexing.filters import naive_utc
 from indexing.graph import ChunkMentions, build_graph
 from indexing.keyword import KeywordIndexWriter, KeywordRow
 from indexing.sources import Document, SkippedItem, SourceReport, iter_documents
@@ -124,8 +125,7 @@ def make_chunks(doc: Document, config: BuildConfig) -> list[Chunk]:
 def parse_date(value: str | None) -> datetime | None:
     if not value:
         return None
-    parsed = datetime.fromisoformat(value)
-    return parsed.astimezone(UTC).replace(tzinfo=None) if parsed.tzinfo else parsed
+    return naive_utc(datetime.fromisoformat(value))
 
 
 def embedding_text(title: str, text: str) -> str:

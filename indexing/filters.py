@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,3 +26,10 @@ class ChunkFilters:
             v is not None
             for v in (self.file_ids, self.entity_types, self.date_start, self.date_end, self.chunk_ids)
         )
+
+
+def naive_utc(value: datetime | None) -> datetime | None:
+    """The form every store compares dates in: naive, UTC (an aware datetime is converted)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value

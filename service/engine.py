@@ -13,14 +13,13 @@ from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
 
 from indexing import store
 from indexing.embedders import Embedder, ModelUnavailable, load_embedder
-from indexing.filters import ChunkFilters
+from indexing.filters import ChunkFilters, naive_utc
 from schemas.base import SCHEMA_VERSION, QueryTypeName
 from schemas.search import (
     CRAGScore,
@@ -295,7 +294,7 @@ class SearchEngine:
         if item_id in graph.entity_index:
             e = graph.entities[graph.entity_index[item_id]]
             return f"{e.name}: {e.description}"
-        return next(c.report for c in graph.communities if c.id == item_id)
+        return str(graph.community_by_id[item_id].report)
 
     def search(self, request: SearchRequest, request_id: str | None = None) -> SearchResult:
         started = time.perf_counter()
@@ -467,7 +466,7 @@ class SearchEngine:
             }
             kind = "entity"
         else:
-            c = next(c for c in graph.communities if c.id == fused.id)
+            c = graph.community_by_id[fused.id]
             content = SearchResultContent(
                 text=c.report, summary=c.title, context_before=None, context_after=None
             )
@@ -572,18 +571,12 @@ def _unit(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-def _naive_utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
-
-
 def _chunk_filters(request: SearchRequest) -> ChunkFilters:
     f = request.filters
     date_range = f.date_range
     return ChunkFilters(
         file_ids=f.file_ids,
         entity_types=f.entity_types,
-        date_start=_naive_utc(date_range.start) if date_range else None,
-        date_end=_naive_utc(date_range.end) if date_range else None,
+        date_start=naive_utc(date_range.start) if date_range else None,
+        date_end=naive_utc(date_range.end) if date_range else None,
     )

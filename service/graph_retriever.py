@@ -51,6 +51,7 @@ class GraphIndex:
     relations_of: dict[str, list[str]]
     entities_of_chunk: dict[str, list[str]]
     relation_chunks: dict[str, frozenset[str]]
+    community_by_id: dict[str, Community]
 
     @classmethod
     def load(cls, folder: Path, chunk_order: list[str]) -> GraphIndex:
@@ -101,6 +102,7 @@ class GraphIndex:
             relations_of,
             entities_of_chunk,
             {r.id: frozenset(r.chunk_ids) for r in graph.relations},
+            {c.id: c for c in graph.communities},
         )
 
     def match(self, text: str, analyzer: Analyzer, extra: tuple[str, ...] = ()) -> list[int]:
