@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -44,8 +45,12 @@ def load_beir(path: Path, split: str) -> BeirDataset:
 
 
 def fingerprint(path: Path) -> dict[str, Any]:
-    st = path.stat()
-    return {"path": str(path.resolve()), "bytes": st.st_size, "mtime": int(st.st_mtime)}
+    """Identify a corpus by content: copies of the same data (new mtimes, other paths) reuse one index."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def cached_index(

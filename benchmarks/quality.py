@@ -52,7 +52,7 @@ def documents_in_order(doc_ids: Iterable[str | None]) -> dict[str, float]:
 
 
 def run_strategy(
-    engine: Any, dataset: BeirDataset, strategies: Sequence[str]
+    engine: Any, dataset: BeirDataset, strategies: Sequence[str], fusion: str | None = None
 ) -> tuple[dict[str, dict[str, float]], list[float]]:
     from schemas.search import SearchRequest
 
@@ -65,6 +65,7 @@ def run_strategy(
                 "text": text[:1000],
                 "filters": {"minRelevance": 0},
                 "options": {"strategies": list(strategies), "limit": 100, "rerankEnabled": False},
+                **({"fusion": fusion} if fusion else {}),
             }
         )
         t0 = time.perf_counter()
@@ -142,7 +143,8 @@ def run_quality(
         raise RuntimeError(engine.components["index"].detail)
     results: dict[str, Any] = {}
     for name in strategies:
-        run, latencies = run_strategy(engine, dataset, name.split("+"))
+        combo, _, fusion = name.partition("@")  # "hybrid@rrf": plain RRF instead of the default fusion
+        run, latencies = run_strategy(engine, dataset, combo.split("+"), fusion or None)
         results[name] = {
             "metrics": evaluate(dataset.qrels, run),
             "p50ms": round(percentile(latencies, 50), 2),

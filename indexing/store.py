@@ -151,6 +151,14 @@ def current_version(index_dir: Path) -> IndexVersion:
     return load_version(path)
 
 
+def current_target(index_dir: Path) -> str | None:
+    """The name of the version `current` points at (cheap: one readlink), or None when there is none."""
+    try:
+        return Path(os.readlink(index_dir / "current")).name
+    except OSError:
+        return None
+
+
 def load_version(path: Path) -> IndexVersion:
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():

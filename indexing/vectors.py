@@ -131,6 +131,21 @@ class VectorIndex:
         total = self._rows if not where else int(self._table.count_rows(where))
         return hits, total
 
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored (unit-length) vectors of these chunks; unknown ids are left out."""
+        if not chunk_ids:
+            return {}
+        table = (
+            self._table.search()
+            .where(f"chunk_id IN ({_sql_list(list(chunk_ids))})")
+            .select(["chunk_id", "vector"])
+            .limit(len(chunk_ids))
+            .to_arrow()
+        )
+        ids = table.column("chunk_id").to_pylist()
+        matrix = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+        return {cid: matrix[i] for i, cid in enumerate(ids)}
+
 
 def _sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"

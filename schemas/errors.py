@@ -35,6 +35,10 @@ _MESSAGES: dict[str, Template] = {
         "検索戦略は keyword, semantic, graph, hybrid のいずれかである必要があります",
         "Search strategy must be one of keyword, semantic, graph, hybrid",
     ),
+    "enum_fusion": (
+        "融合方式は score-rrf, rrf のいずれかである必要があります",
+        "Fusion must be one of score-rrf, rrf",
+    ),
     "enum_search_result_type": (
         "結果タイプは chunk, entity, community のいずれかである必要があります",
         "Result type must be one of chunk, entity, community",

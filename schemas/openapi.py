@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from schemas.base import SCHEMA_RELEASE_DATE, SCHEMA_VERSION
+from schemas.batch import BatchSearchRequest, BatchSearchResult
 from schemas.search import (
     CRAGScore,
     DateRange,
@@ -53,10 +54,16 @@ CONTRACT_MODELS: tuple[type[BaseModel], ...] = (
 )
 
 
-def contract_components(mode: str = "validation") -> dict[str, Any]:
-    """Every contract model as a named JSON Schema (camelCase), refs in OpenAPI's components form."""
+# Service-side additions that are not in the Zod contract (batch search).
+SERVICE_MODELS: tuple[type[BaseModel], ...] = (BatchSearchRequest, BatchSearchResult)
+
+
+def contract_components(mode: str = "validation", extra: bool = False) -> dict[str, Any]:
+    """Every contract model (and with `extra`, the service's own additions) as named JSON Schemas
+    (camelCase), refs in OpenAPI's components form."""
+    models = CONTRACT_MODELS + (SERVICE_MODELS if extra else ())
     _, top = models_json_schema(
-        [(m, "validation") for m in CONTRACT_MODELS],
+        [(m, "validation") for m in models],
         ref_template="#/components/schemas/{model}",
         by_alias=True,
     )

@@ -5,16 +5,17 @@ defaults and refinements. Two deliberate request-side conveniences, both backwar
 
 * In a request, `query.type` may be absent (the classifier decides) and nullable fields may be omitted
   (they default to null); responses always carry every field.
-* A request may carry the contract's `rrfConfig` and `rerankConfig` next to the query.
+* A request may carry the contract's `rrfConfig` and `rerankConfig` next to the query, and `fusion`
+  ("score-rrf" or "rrf"; absent = the service's default) to choose how ranked lists are fused.
 """
 
 from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from schemas.base import (
@@ -24,12 +25,14 @@ from schemas.base import (
     SearchResultType,
     SearchStrategy,
     SearchStrategyName,
+    _enum_error,
 )
 
 WEIGHT_SUM_TOLERANCE = 0.01
 MAX_EMBEDDING_DIM = 4096
 
 Unit = Annotated[float, Field(ge=0, le=1)]
+FusionMethod = Annotated[Literal["score-rrf", "rrf"], _enum_error("enum_fusion")]
 NonNegInt = Annotated[int, Field(ge=0)]
 
 
@@ -152,11 +155,17 @@ class SearchRequest(ContractModel):
     options: SearchOptions = Field(default_factory=SearchOptions)
     rrf_config: RRFConfig = Field(default_factory=RRFConfig)
     rerank_config: RerankConfig = Field(default_factory=RerankConfig)
+    fusion: FusionMethod | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, text: str) -> str:
+        if not text.strip():
+            raise PydanticCustomError("blank_text", "text must not be blank")
+        return text
 
     @model_validator(mode="after")
     def _check(self) -> SearchRequest:
-        if not self.text.strip():
-            raise PydanticCustomError("blank_text", "text must not be blank")
         _finite(self.embedding)
         return self
 

@@ -9,13 +9,16 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
 from schemas.base import SCHEMA_VERSION
 from schemas.openapi import contract_components
 from service.engine import SearchEngine
-from service.observability import configure_logging, request_id_middleware
+from service.metrics import Metrics
+from service.observability import configure_logging, metrics_middleware, request_id_middleware
 from service.problems import install_handlers
+from service.ratelimit import RateLimiter
 from service.routes import api, health
 from service.settings import Settings
 
@@ -32,10 +35,16 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.engine = engine
-        if wait:
+
+        def start() -> None:
             engine.start()
+            if settings.reload_interval_s > 0:
+                engine.watch(settings.reload_interval_s)
+
+        if wait:
+            start()
         else:
-            threading.Thread(target=engine.start, name="engine-start", daemon=True).start()
+            threading.Thread(target=start, name="engine-start", daemon=True).start()
         yield
         engine.close()
 
@@ -46,6 +55,23 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.engine = engine
+    app.state.metrics = Metrics() if settings.metrics_enabled else None
+    app.state.limiter = (
+        RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
+        if settings.rate_limit_per_s
+        else None
+    )
+    if app.state.metrics is not None:
+        app.middleware("http")(metrics_middleware)
+    if settings.cors_origins:
+        # Off unless origins are configured: a browser page elsewhere should not call us by default.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "X-API-Key", "X-Request-ID", "Accept-Language"],
+            expose_headers=["X-Request-ID", "Retry-After"],
+        )
     app.middleware("http")(request_id_middleware)
     install_handlers(app)
     app.include_router(health)
@@ -55,7 +81,7 @@ def create_app(
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
             components = schema.setdefault("components", {}).setdefault("schemas", {})
-            for name, body in contract_components().items():
+            for name, body in contract_components(extra=True).items():
                 components.setdefault(name, body)
             schema["info"]["x-schema-version"] = SCHEMA_VERSION
             app.openapi_schema = schema

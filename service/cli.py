@@ -246,8 +246,12 @@ def bench_quality(
     ],
     split: Annotated[str, typer.Option("--split", help="qrels/<split>.tsv")] = "test",
     strategies: Annotated[
-        str, typer.Option(help="Comma-separated systems; '+' combines strategies, e.g. keyword+semantic")
-    ] = "keyword,semantic,graph,hybrid,keyword+semantic",
+        str,
+        typer.Option(
+            help="Comma-separated systems; '+' combines strategies (keyword+semantic); '@rrf' or "
+            "'@score-rrf' picks the fusion (hybrid@rrf)"
+        ),
+    ] = "keyword,semantic,graph,hybrid,hybrid@rrf,keyword+semantic",
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     chunk_size: Annotated[int, typer.Option(min=50)] = 800,
     max_queries: Annotated[int | None, typer.Option(min=1, help="Only the first N queries (by id)")] = None,
@@ -268,7 +272,12 @@ def bench_quality(
     if not (dataset / "qrels" / f"{split}.tsv").is_file():
         raise typer.BadParameter(f"{dataset}/qrels/{split}.tsv does not exist", param_hint="--split")
     names = [s.strip() for s in strategies.split(",") if s.strip()]
-    bad = [s for s in names if not set(s.split("+")) <= {"keyword", "semantic", "graph", "hybrid"}]
+    bad = [
+        s
+        for s in names
+        if not set(s.partition("@")[0].split("+")) <= {"keyword", "semantic", "graph", "hybrid"}
+        or s.partition("@")[2] not in ("", "rrf", "score-rrf")
+    ]
     if bad or not names:
         raise typer.BadParameter(f"unknown strategy {bad}", param_hint="--strategies")
     report = run_quality(dataset, split, names, embedding_model, chunk_size, max_queries, baseline=baseline)

@@ -15,12 +15,16 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
+from schemas.batch import BatchMerge, BatchSearchRequest, BatchSearchResult
 from schemas.search import SearchRequest, SearchResult
+
+Query = str | SearchRequest | Mapping[str, Any]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 15.0
@@ -91,6 +95,26 @@ class _Core:
             request["options"] = opts
         # Validate here so a mistake is reported before any network round trip, with the same messages.
         return SearchRequest.model_validate(request).to_wire()
+
+    def batch_body(
+        self,
+        queries: Sequence[Query],
+        merge: BatchMerge | Mapping[str, Any] | bool | None,
+        options: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Each query is a string (with the shared `options`), a SearchRequest or a wire-format dict."""
+        wire = [
+            SearchRequest.model_validate(q).to_wire() if isinstance(q, Mapping) else self.body(q, options)
+            for q in queries
+        ]
+        body: dict[str, Any] = {"queries": wire}
+        if merge is True:
+            body["merge"] = {}
+        elif isinstance(merge, BatchMerge):
+            body["merge"] = merge.to_wire()
+        elif isinstance(merge, Mapping):
+            body["merge"] = dict(merge)
+        return BatchSearchRequest.model_validate(body).to_wire()
 
     def accept(self, response: httpx.Response | None) -> bool:
         """True when `response` is final (raising for a 4xx); False when the call should be retried."""
@@ -172,8 +196,24 @@ class HybridRagClient:
         body = self._core.body(text, options)
         return SearchResult.model_validate_json(self._call("POST", "/v1/search", language, json=body).content)
 
+    def search_batch(
+        self,
+        queries: Sequence[Query],
+        merge: BatchMerge | Mapping[str, Any] | bool | None = None,
+        language: str | None = None,
+        **options: Any,
+    ) -> BatchSearchResult:
+        """Several searches in one call (run concurrently by the service); `merge=True` adds an MMR list."""
+        body = self._core.batch_body(queries, merge, options)
+        response = self._call("POST", "/v1/search/batch", language, json=body)
+        return BatchSearchResult.model_validate_json(response.content)
+
     def document(self, doc_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = self._call("GET", f"/v1/documents/{doc_id}").json()
+        data: dict[str, Any] = self._call("GET", f"/v1/documents/{quote(doc_id, safe='')}").json()
+        return data
+
+    def chunk(self, chunk_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = self._call("GET", f"/v1/chunks/{quote(chunk_id, safe='')}").json()
         return data
 
     def ready(self) -> bool:
@@ -232,8 +272,23 @@ class AsyncHybridRagClient:
         response = await self._call("POST", "/v1/search", language, json=body)
         return SearchResult.model_validate_json(response.content)
 
+    async def search_batch(
+        self,
+        queries: Sequence[Query],
+        merge: BatchMerge | Mapping[str, Any] | bool | None = None,
+        language: str | None = None,
+        **options: Any,
+    ) -> BatchSearchResult:
+        body = self._core.batch_body(queries, merge, options)
+        response = await self._call("POST", "/v1/search/batch", language, json=body)
+        return BatchSearchResult.model_validate_json(response.content)
+
     async def document(self, doc_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = (await self._call("GET", f"/v1/documents/{doc_id}")).json()
+        data: dict[str, Any] = (await self._call("GET", f"/v1/documents/{quote(doc_id, safe='')}")).json()
+        return data
+
+    async def chunk(self, chunk_id: str) -> dict[str, Any]:
+        data: dict[str, Any] = (await self._call("GET", f"/v1/chunks/{quote(chunk_id, safe='')}")).json()
         return data
 
     async def ready(self) -> bool:

@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from schemas.errors import Language, pick_language
 from service.engine import SearchEngine
 from service.problems import ProblemError
+from service.ratelimit import caller_key, retry_after
 
 
 def get_engine(request: Request) -> SearchEngine:
@@ -30,6 +31,24 @@ def require_api_key(request: Request, engine: Annotated[SearchEngine, Depends(ge
     given = auth[7:].strip() if auth.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
     if not given or not secrets.compare_digest(given.encode(), key.get_secret_value().encode()):
         raise ProblemError(401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"})
+
+
+def rate_limit(request: Request) -> None:
+    """Refuse a caller over its rate with 429 and Retry-After (when a limit is configured)."""
+    limiter = getattr(request.app.state, "limiter", None)
+    if limiter is None:
+        return
+    caller = caller_key(
+        request.headers.get("authorization"),
+        request.headers.get("x-api-key"),
+        request.client.host if request.client else None,
+    )
+    wait = limiter.acquire(caller)
+    if wait > 0:
+        metrics = getattr(request.app.state, "metrics", None)
+        if metrics is not None:
+            metrics.rate_limited.inc()
+        raise ProblemError(429, "rate limit exceeded", headers={"Retry-After": retry_after(wait)})
 
 
 EngineDep = Annotated[SearchEngine, Depends(get_engine)]

@@ -40,7 +40,7 @@ from schemas.search import (
 )
 from service import crag
 from service.classifier import QueryClassifier
-from service.fusion import FusedItem, max_unseen_score, weighted_rrf
+from service.fusion import FusedItem, max_unseen_score, score_evidence, weighted_rrf
 from service.highlight import best_sentence, fragment, term_matches
 from service.loaded_index import LoadedIndex, load_index
 from service.rerank import RerankerPool, RerankerUnavailable
@@ -50,6 +50,7 @@ from service.settings import Settings
 log = logging.getLogger("hybridrag.engine")
 
 STRATEGIES = ("keyword", "semantic", "graph")
+SCORED_STRATEGIES = ("keyword", "semantic")
 MIN_DEPTH = 100
 MAX_DEPTH = 1000
 CONTEXT_CHARS = 300
@@ -96,7 +97,9 @@ class SearchEngine:
         self.settings = settings
         self._embedder = embedder
         self._index: LoadedIndex | None = None
-        self._lock = threading.Lock()
+        self._reload_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._failed_target: str | None = None
         self._rerankers = RerankerPool()
         self._pool = ThreadPoolExecutor(max_workers=settings.search_threads, thread_name_prefix="retriever")
         self.components: dict[str, ComponentStatus] = {
@@ -127,15 +130,21 @@ class SearchEngine:
         self.reload()
 
     def reload(self) -> bool:
-        """(Re)open the current index version; the previous one keeps serving if this fails."""
-        try:
-            loaded = load_index(self.settings.index_dir, self.settings.embedding_model, self._embedder)
-        except store.IndexUnavailable as exc:
-            log.error("index unavailable: %s", exc)
-            if self._index is None:
-                self.components["index"] = ComponentStatus(False, str(exc))
-            return False
-        with self._lock:
+        """(Re)open the current index version; the previous one keeps serving if this fails.
+
+        Searches in flight keep the version they started with (they hold a reference to it), so a switch
+        never mixes versions within one response; the old version's files are released with its last search.
+        """
+        with self._reload_lock:
+            try:
+                loaded = load_index(self.settings.index_dir, self.settings.embedding_model, self._embedder)
+            except store.IndexUnavailable as exc:
+                log.error("index unavailable: %s", exc)
+                self._failed_target = store.current_target(self.settings.index_dir)
+                if self._index is None:
+                    self.components["index"] = ComponentStatus(False, str(exc))
+                return False
+            self._failed_target = None
             self._index = loaded
         self.components["index"] = ComponentStatus(
             True,
@@ -144,12 +153,37 @@ class SearchEngine:
         log.info("index loaded", extra={"index_version": loaded.version_name})
         return True
 
+    def reload_if_switched(self) -> bool:
+        """Reload when `current` points at another version than the one served (and not one that failed)."""
+        target = store.current_target(self.settings.index_dir)
+        served = self._index.version_name if self._index is not None else None
+        if target is None or target == served or target == self._failed_target:
+            return False
+        return self.reload()
+
+    def watch(self, interval_s: float) -> None:
+        """Poll `current` every `interval_s` seconds in a daemon thread until `close()`."""
+
+        def loop() -> None:
+            while not self._stop.wait(interval_s):
+                try:
+                    self.reload_if_switched()
+                except Exception:  # the watcher must outlive any one bad version
+                    log.exception("index reload failed")
+
+        threading.Thread(target=loop, name="index-watch", daemon=True).start()
+
     def close(self) -> None:
+        self._stop.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def ready(self) -> bool:
         return all(c.ready for c in self.components.values() if c.required)
+
+    @property
+    def current_index(self) -> LoadedIndex | None:
+        return self._index
 
     @property
     def index(self) -> LoadedIndex:
@@ -159,14 +193,21 @@ class SearchEngine:
         return index
 
     # -- search
-    def rank(self, request: SearchRequest, deadline: float | None = None, min_depth: int = 0) -> Ranking:
+    def rank(
+        self,
+        request: SearchRequest,
+        deadline: float | None = None,
+        min_depth: int = 0,
+        index: LoadedIndex | None = None,
+    ) -> Ranking:
         """Classify, retrieve concurrently, fuse and cut: everything of a search but the page and its items.
 
-        Benchmarks call this directly so that they measure exactly what the service does.
+        Benchmarks call this directly so that they measure exactly what the service does. `index` pins a
+        loaded version (a batch answers every sub-query from one version even if a swap happens meanwhile).
         """
         if deadline is None:
             deadline = time.perf_counter() + self.settings.search_budget_s
-        index = self.index
+        index = index or self.index
         classification = QueryClassifier(index.analyzer).classify(request.text)
         weights = (
             request.options.weights
@@ -207,8 +248,19 @@ class SearchEngine:
         )
         retrieved, timings = self._run_retrievers(index, active, query, depth, deadline, notes)
         rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items()}
+        evidence = None
+        if (request.fusion or self.settings.fusion) == "score-rrf":
+            # Keyword and semantic lists are ranked by one score each; the graph's list interleaves chunks,
+            # entities and communities on different scales by design, so its terms stay rank-only.
+            evidence = {
+                name: score_evidence([c.raw_score for c in r.candidates])
+                for name, r in retrieved.items()
+                if name in SCORED_STRATEGIES
+            }
         fused = (
-            weighted_rrf(rankings, {n: weight_map[n] for n in rankings}, k=k, normalize=normalize)
+            weighted_rrf(
+                rankings, {n: weight_map[n] for n in rankings}, k=k, normalize=normalize, evidence=evidence
+            )
             if rankings
             else []
         )
@@ -296,9 +348,11 @@ class SearchEngine:
             return f"{e.name}: {e.description}"
         return str(graph.community_by_id[item_id].report)
 
-    def search(self, request: SearchRequest, request_id: str | None = None) -> SearchResult:
+    def search(
+        self, request: SearchRequest, request_id: str | None = None, index: LoadedIndex | None = None
+    ) -> SearchResult:
         started = time.perf_counter()
-        ranking = self.rank(request, started + self.settings.search_budget_s)
+        ranking = self.rank(request, started + self.settings.search_budget_s, index=index)
         rerank_scores = self.rerank(request, ranking, started + self.settings.search_budget_s)
         index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
         by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}

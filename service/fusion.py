@@ -5,6 +5,11 @@
 With `normalize=True` the sum is divided by the best attainable value, sum_s w_s / (k + 1), so a candidate
 ranked first by every strategy scores 1.0 and every score lies in 0..1. Ties are broken by the best
 (smallest) rank the candidate reached anywhere, then by its id, so the order is fully deterministic.
+
+Score-weighted RRF (the service default) multiplies each term by the candidate's score evidence e_s(d) in
+0..1 (see `score_evidence`):  w_s * e_s(d) / (k + rank_s(d)).  Plain RRF throws away how far ahead a
+strategy's top hit is; on the dev sets that cost the hybrid its lead whenever one strategy was much surer
+than the other (benchmarks/README.md has the measurements). Ranks, k, weights and the 0..1 range stay.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 DEFAULT_K = 60
+REFERENCE_RANK = 100  # the evidence scale runs from a list's top score down to its score at this rank
+EVIDENCE_FLOOR = 0.1  # every retrieved candidate keeps some say, even past the reference rank
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +38,39 @@ def validate_weights(weights: Mapping[str, float]) -> None:
         raise ValueError("at least one fused strategy needs a positive weight")
 
 
+def score_evidence(
+    scores: Sequence[float], reference_rank: int = REFERENCE_RANK, floor: float = EVIDENCE_FLOOR
+) -> list[float]:
+    """Per-candidate evidence in floor..1 from a strategy's raw scores (best first).
+
+    Min-max between the top score and the score at `reference_rank` (or the last one in a shorter list),
+    clipped at 0, then lifted onto floor..1. The scale does not depend on how deep the list was fetched
+    beyond the reference rank, so deeper pages never reorder earlier ones.
+    """
+    if not scores:
+        return []
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError(f"evidence floor must be in 0..1, got {floor!r}")
+    hi = float(scores[0])
+    lo = float(scores[min(reference_rank, len(scores)) - 1])
+    if not (math.isfinite(hi) and math.isfinite(lo)) or hi <= lo:
+        return [1.0] * len(scores)
+    span = hi - lo
+    return [floor + (1.0 - floor) * min(1.0, max(0.0, (float(v) - lo) / span)) for v in scores]
+
+
 def weighted_rrf(
     rankings: Mapping[str, Sequence[str]],
     weights: Mapping[str, float],
     k: int = DEFAULT_K,
     normalize: bool = True,
+    evidence: Mapping[str, Sequence[float]] | None = None,
 ) -> list[FusedItem]:
-    """Fuse ranked id lists (best first). Every ranking must have a weight; duplicates keep their first rank."""
+    """Fuse ranked id lists (best first). Every ranking must have a weight; duplicates keep their first rank.
+
+    `evidence`, when given, holds for some rankings a 0..1 factor per position (score-weighted RRF); a
+    ranking without one counts every position with factor 1.
+    """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"RRF k must be an integer >= 1, got {k!r}")
     missing = set(rankings) - set(weights)
@@ -45,16 +78,25 @@ def weighted_rrf(
         raise ValueError(f"no weight for ranking(s): {sorted(missing)}")
     used = {name: float(weights[name]) for name in rankings}
     validate_weights(used)
+    if evidence is not None:
+        for name, factors in evidence.items():
+            ranked = rankings.get(name)
+            if ranked is None or len(factors) != len(ranked):
+                raise ValueError(f"evidence for {name!r} must have one factor per ranked item")
+            if not all(0.0 <= f <= 1.0 for f in factors):
+                raise ValueError(f"evidence for {name!r} must lie in 0..1")
     scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
     for name in sorted(rankings):
         w = used[name]
+        per_rank = evidence.get(name) if evidence is not None else None
         for rank, item in enumerate(rankings[name], start=1):
             per = ranks.setdefault(item, {})
             if name in per:
                 continue
             per[name] = rank
-            scores[item] = scores.get(item, 0.0) + w / (k + rank)
+            e = per_rank[rank - 1] if per_rank is not None else 1.0
+            scores[item] = scores.get(item, 0.0) + w * e / (k + rank)
     best = sum(used.values()) / (k + 1)
     out = [
         FusedItem(item, (score / best if normalize and best > 0 else score), ranks[item])
@@ -69,7 +111,7 @@ def max_unseen_score(
 ) -> float:
     """The highest fused score a candidate missing from every ranking (each `depth` long) could have.
 
-    Used to pick a fetch depth that makes a minimum-relevance cut, and so `totalCount`, exact.
+    An upper bound for score-weighted RRF too (its factors are at most 1). Used to pick a fetch depth that makes a minimum-relevance cut, and so `totalCount`, exact.
     """
     total = sum(weights.values())
     raw = total / (k + depth + 1)

@@ -81,3 +81,23 @@ async def request_id_middleware(
         },
     )
     return response
+
+
+async def metrics_middleware(
+    request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
+    """Count and time every request by its route template (not its raw path, which would explode labels)."""
+    metrics = request.app.state.metrics
+    metrics.in_flight.inc()
+    started = time.perf_counter()
+    status = 500
+    try:
+        response = await call_next(request)
+        status = response.status_code
+        return response
+    finally:
+        metrics.in_flight.dec()
+        route = request.scope.get("route")
+        template = getattr(route, "path", None) or "unmatched"
+        metrics.requests.labels(request.method, template, str(status)).inc()
+        metrics.latency.labels(request.method, template).observe(time.perf_counter() - started)

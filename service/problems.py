@@ -41,6 +41,7 @@ _TYPES = {
     413: "body-too-large",
     415: "unsupported-media-type",
     422: "validation-error",
+    429: "too-many-requests",
     503: "not-ready",
 }
 

@@ -81,6 +81,9 @@ class SemanticRetriever:
     def dim(self) -> int:
         return self._index.dim
 
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._index.vectors(chunk_ids)
+
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
         vector = query.vector
         if vector is None:

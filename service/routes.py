@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import time
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from schemas.base import SCHEMA_VERSION
+from schemas.batch import BatchError, BatchOutcome, BatchSearchRequest, BatchSearchResult
 from schemas.errors import translate_errors
 from schemas.search import SearchRequest, SearchResult
-from service.deps import EngineDep, LanguageDep, require_api_key
+from service.batch import merge_results
+from service.deps import EngineDep, LanguageDep, rate_limit, require_api_key
 from service.engine import InvalidSearch, NotReady
+from service.metrics import CONTENT_TYPE
 from service.problems import Problem, ProblemError, field_error
+
+M = TypeVar("M", bound=BaseModel)
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {"application/problem+json": {}}}
@@ -28,7 +35,8 @@ _SEARCH_BODY = {
 }
 
 health = APIRouter(tags=["health"])
-api = APIRouter(dependencies=[Depends(require_api_key)], tags=["search"])
+# The key is checked before the rate limit, so callers without a valid key cannot use up a key's budget.
+api = APIRouter(dependencies=[Depends(require_api_key), Depends(rate_limit)], tags=["search"])
 
 
 @health.get("/livez", summary="Liveness: the process answers")
@@ -51,6 +59,23 @@ async def readyz(engine: EngineDep) -> JSONResponse:
         "schemaVersion": SCHEMA_VERSION,
     }
     return JSONResponse(body, status_code=200 if engine.ready else 503)
+
+
+@health.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
+async def metrics(request: Request, engine: EngineDep) -> Response:
+    registry = getattr(request.app.state, "metrics", None)
+    if registry is None:
+        raise ProblemError(404, "metrics are disabled (HYBRIDRAG_METRICS_ENABLED=false)")
+    index = engine.current_index
+    if index is not None:
+        registry.set_index(index.version_name, len(index.documents), len(index.chunks))
+    return Response(registry.render(), media_type=CONTENT_TYPE)
+
+
+def _observe(request: Request, result: SearchResult) -> None:
+    registry = getattr(request.app.state, "metrics", None)
+    if registry is not None:
+        registry.observe_search(result)
 
 
 async def read_json_body(request: Request, limit: int) -> bytes:
@@ -76,9 +101,9 @@ async def read_json_body(request: Request, limit: int) -> bytes:
     return body
 
 
-def parse_search_request(body: bytes, lang: LanguageDep) -> SearchRequest:
+def parse_body(body: bytes, lang: LanguageDep, model: type[M]) -> M:
     try:
-        return SearchRequest.model_validate_json(body)
+        return model.model_validate_json(body)
     except ValidationError as exc:
         errors = translate_errors(exc, lang)
         status = 400 if any(e.code in ("json_invalid", "json_type") for e in errors) else 422
@@ -94,13 +119,14 @@ def parse_search_request(body: bytes, lang: LanguageDep) -> SearchRequest:
 )
 async def search(request: Request, engine: EngineDep, lang: LanguageDep) -> Response:
     body = await read_json_body(request, engine.settings.max_body_bytes)
-    search_request = parse_search_request(body, lang)
+    search_request = parse_body(body, lang, SearchRequest)
     try:
         result = await run_in_threadpool(engine.search, search_request, request.state.request_id)
     except NotReady as exc:
         raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
     except InvalidSearch as exc:
         raise ProblemError(422, errors=[field_error(request, exc.path, exc.code, exc.ctx)]) from None
+    _observe(request, result)
     return Response(result.model_dump_json(by_alias=True), media_type="application/json")
 
 
@@ -113,6 +139,52 @@ api.add_api_route(
     responses=_ERRORS,
     openapi_extra=_SEARCH_BODY,
 )
+
+
+@api.post(
+    "/v1/search/batch",
+    summary="Several searches at once (sub-queries run concurrently), plus an optional merged MMR list",
+    response_model=BatchSearchResult,
+    responses=_ERRORS,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchSearchRequest"}}},
+        }
+    },
+)
+async def search_batch(request: Request, engine: EngineDep, lang: LanguageDep) -> Response:
+    started = time.perf_counter()
+    body = await read_json_body(request, engine.settings.max_body_bytes)
+    batch = parse_body(body, lang, BatchSearchRequest)
+    try:
+        index = engine.index  # one version answers every sub-query, even if "current" switches meanwhile
+    except NotReady as exc:
+        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
+    rid = request.state.request_id
+
+    async def one(i: int, query: SearchRequest) -> BatchOutcome:
+        try:
+            result = await run_in_threadpool(engine.search, query, f"{rid}.{i}" if rid else None, index)
+        except InvalidSearch as exc:
+            error = field_error(request, f"queries[{i}].{exc.path}", exc.code, exc.ctx)
+            return BatchOutcome(index=i, error=BatchError(status=422, detail=error.message, errors=[error]))
+        _observe(request, result)
+        return BatchOutcome(index=i, result=result)
+
+    outcomes = await asyncio.gather(*(one(i, q) for i, q in enumerate(batch.queries)))
+    merged = None
+    if batch.merge is not None and batch.merge.enabled:
+        merged = await run_in_threadpool(merge_results, index, [o.result for o in outcomes], batch.merge)
+    answer = BatchSearchResult(
+        results=list(outcomes),
+        merged=merged,
+        processing_time=round((time.perf_counter() - started) * 1000, 3),
+        index_version=index.version_name,
+        request_id=rid,
+        schema_version=SCHEMA_VERSION,
+    )
+    return Response(answer.model_dump_json(by_alias=True), media_type="application/json")
 
 
 @api.get("/v1/documents/{doc_id}", summary="A document's full text and metadata", responses=_ERRORS)
@@ -138,5 +210,39 @@ async def get_document(doc_id: str, engine: EngineDep) -> dict[str, Any]:
         "chunks": [
             {"id": c.chunk_id, "position": c.position, "start": c.start, "end": c.end} for c in chunk_ids
         ],
+        "indexVersion": index.version_name,
+    }
+
+
+@api.get(
+    "/v1/chunks/{chunk_id}",
+    summary="A chunk's text, offsets in its document and neighbours",
+    responses=_ERRORS,
+)
+async def get_chunk(chunk_id: str, engine: EngineDep) -> dict[str, Any]:
+    try:
+        index = engine.index
+    except NotReady as exc:
+        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
+    chunk = index.chunks.get(chunk_id)
+    if chunk is None:
+        raise ProblemError(404, f"no chunk with id {chunk_id!r}")
+    doc = index.documents[chunk.doc_id]
+    siblings = index.chunks_by_doc.get(chunk.doc_id, [])
+    at = next(i for i, c in enumerate(siblings) if c.chunk_id == chunk_id)
+    return {
+        "id": chunk.chunk_id,
+        "docId": doc.doc_id,
+        "fileId": chunk.file_id,
+        "title": doc.title,
+        "text": chunk.text,
+        "position": chunk.position,
+        "start": chunk.start,
+        "end": chunk.end,
+        "language": chunk.language,
+        "previousId": siblings[at - 1].chunk_id if at > 0 else None,
+        "nextId": siblings[at + 1].chunk_id if at + 1 < len(siblings) else None,
+        "url": doc.url or f"{engine.settings.base_url}/v1/documents/{doc.doc_id}",
+        "documentUrl": f"{engine.settings.base_url}/v1/documents/{doc.doc_id}",
         "indexVersion": index.version_name,
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -33,7 +34,30 @@ class Settings(BaseSettings):
     search_budget_s: float = Field(
         10.0, gt=0, le=60, description="Time budget per search; stages that would overrun are skipped."
     )
+    fusion: Literal["score-rrf", "rrf"] = Field(
+        "score-rrf",
+        description="Default fusion: weighted RRF with each term scaled by the candidate's score evidence "
+        "(score-rrf), or plain weighted RRF (rrf). A request's `fusion` field wins.",
+    )
     search_threads: int = Field(8, ge=1, le=64, description="Threads for running retrievers concurrently.")
+    rate_limit_per_s: float | None = Field(
+        None,
+        gt=0,
+        description="Average requests per second per caller (API key, else address); off when unset.",
+    )
+    rate_limit_burst: int = Field(
+        20, ge=1, description="Requests a caller may send at once before the limit bites."
+    )
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins allowed by CORS, as JSON (e.g. '[\"https://app.example\"]'); CORS is off when empty.",
+    )
+    reload_interval_s: float = Field(
+        5.0,
+        ge=0,
+        description="How often to check whether `current` points at a new index version (0: never).",
+    )
+    metrics_enabled: bool = Field(True, description="Serve Prometheus metrics at /metrics.")
     public_base_url: str | None = Field(
         None, description="Base URL used to give every hit a resolvable url (defaults to http://host:port)."
     )

@@ -7,8 +7,12 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-from collections.abc import Iterator
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,3 +47,54 @@ def client(sample_index: Path, embedder) -> Iterator:  # type: ignore[no-untyped
     app = create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)
     with TestClient(app) as test_client:
         yield test_client
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_server(app: Any, port: int | None = None) -> tuple[Any, str]:
+    import uvicorn
+
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.time() + 30
+    while not server.started and time.time() < deadline:
+        time.sleep(0.02)
+    return server, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture()
+def serve() -> Iterator[Callable[[Any], str]]:
+    """Start any ASGI app on a free loopback port; stopped after the test."""
+    servers: list[Any] = []
+
+    def start(app: Any) -> str:
+        server, url = _start_server(app)
+        servers.append(server)
+        return url
+
+    yield start
+    for server in servers:
+        server.should_exit = True
+
+
+@pytest.fixture(scope="session")
+def live_service(sample_index: Path, embedder) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The real service over the sample index on loopback, once per session; yields its base URL."""
+    from service.app import create_app
+    from service.engine import SearchEngine
+    from service.settings import Settings
+
+    port = free_port()
+    settings = Settings(  # type: ignore[call-arg]
+        index_dir=sample_index, embedding_model="minilm", port=port, _env_file=None
+    )
+    engine = SearchEngine(settings, embedder=embedder)
+    engine.start()
+    server, url = _start_server(create_app(settings, engine), port)
+    yield url
+    server.should_exit = True

@@ -315,3 +315,18 @@ def test_time_budget_skips_a_slow_retriever(
         assert time.perf_counter() - started < 1.4
         assert any(n["stage"] == "semantic" and n["reason"] == "time budget exceeded" for n in data["notes"])
         assert data["results"] and data["strategies"]["semantic"]["enabled"] is False
+
+
+def test_fusion_choice_and_deep_pages_agree(client: TestClient) -> None:
+    base = {"text": "Japanese company founded in Tokyo", "filters": {"minRelevance": 0}}
+    scored = search(client, {**base, "options": {"limit": 30}})
+    plain = search(client, {**base, "fusion": "rrf", "options": {"limit": 30}})
+    assert scored["results"] and plain["results"]
+    assert {r["id"] for r in scored["results"]} & {r["id"] for r in plain["results"]}
+    assert all(0 <= r["score"] <= 1 for r in scored["results"] + plain["results"])
+    # A deep page (deeper fetch) agrees with the same positions of a shallow one.
+    deep = search(client, {**base, "options": {"limit": 10, "offset": 20}})
+    assert [r["id"] for r in deep["results"]] == [r["id"] for r in scored["results"][20:30]]
+    r = client.post("/v1/search", json={**base, "fusion": "borda"}, headers={"Accept-Language": "en"})
+    assert r.status_code == 422 and r.json()["errors"][0]["path"] == "fusion"
+    assert "score-rrf" in r.json()["errors"][0]["message"]

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+from conftest import free_port
 from pydantic import ValidationError
 
 from service.client import (
@@ -25,42 +21,9 @@ from service.client import (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture()
-def serve() -> Iterator[Any]:
-    servers: list[uvicorn.Server] = []
-
-    def start(app: Any) -> str:
-        port = _free_port()
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-        threading.Thread(target=server.run, daemon=True).start()
-        deadline = time.time() + 30
-        while not server.started and time.time() < deadline:
-            time.sleep(0.02)
-        servers.append(server)
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for server in servers:
-        server.should_exit = True
-
-
-@pytest.fixture()
-def live_url(serve: Any, sample_index: Path, embedder: Any) -> str:
-    from service.app import create_app
-    from service.engine import SearchEngine
-    from service.settings import Settings
-
-    settings = Settings(index_dir=sample_index, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
-    engine = SearchEngine(settings, embedder=embedder)
-    engine.start()
-    url: str = serve(create_app(settings, engine))
-    return url
+def live_url(live_service: str) -> str:
+    return live_service
 
 
 def test_sync_client_search_and_documents(live_url: str) -> None:
@@ -166,7 +129,7 @@ def test_timeout_on_a_slow_endpoint(serve: Any) -> None:
 
 
 def test_unreachable_service() -> None:
-    with HybridRagClient(f"http://127.0.0.1:{_free_port()}", retries=1, backoff=0.01) as rag:
+    with HybridRagClient(f"http://127.0.0.1:{free_port()}", retries=1, backoff=0.01) as rag:
         assert rag.ready() is False
         with pytest.raises(HybridRagUnavailable, match="unreachable"):
             rag.search("x")

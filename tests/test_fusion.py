@@ -75,3 +75,54 @@ def test_max_unseen_score_bounds_every_unseen_candidate() -> None:
     rankings = {"a": [f"d{i}" for i in range(101)], "b": [f"d{i}" for i in range(101)]}
     last = next(f for f in weighted_rrf(rankings, weights) if f.id == "d100")
     assert last.score == pytest.approx(bound)
+
+
+def test_score_evidence_scale() -> None:
+    from service.fusion import score_evidence
+
+    # Top score -> 1, score at the reference rank (here the last) -> the floor, linear in between.
+    assert score_evidence([10.0, 6.0, 2.0], reference_rank=100, floor=0.0) == [1.0, 0.5, 0.0]
+    assert score_evidence([10.0, 6.0, 2.0], reference_rank=2, floor=0.0) == [1.0, 0.0, 0.0]
+    e = score_evidence([10.0, 6.0, 2.0], reference_rank=100, floor=0.1)
+    assert e == pytest.approx([1.0, 0.55, 0.1])
+    assert score_evidence([3.0, 3.0]) == [1.0, 1.0]  # no spread: no evidence either way
+    assert score_evidence([]) == []
+    with pytest.raises(ValueError):
+        score_evidence([1.0], floor=2.0)
+
+
+def test_score_evidence_does_not_depend_on_depth_past_the_reference_rank() -> None:
+    from service.fusion import score_evidence
+
+    scores = [100.0 - i for i in range(300)]
+    assert (
+        score_evidence(scores[:150], reference_rank=100) == score_evidence(scores, reference_rank=100)[:150]
+    )
+
+
+def test_score_weighted_rrf_hand_computed() -> None:
+    rankings = {"keyword": ["a", "b"], "semantic": ["b", "a"]}
+    weights = {"keyword": 0.5, "semantic": 0.5}
+    # Keyword is far surer of "a" than semantic is of "b": a wins, where plain RRF ties them.
+    plain = weighted_rrf(rankings, weights, k=1, normalize=False)
+    assert plain[0].score == pytest.approx(plain[1].score)
+    evidence = {"keyword": [1.0, 0.1], "semantic": [1.0, 0.9]}
+    fused = weighted_rrf(rankings, weights, k=1, normalize=False, evidence=evidence)
+    # a: 0.5*1/2 + 0.5*0.9/3 = 0.4 ; b: 0.5*0.1/3 + 0.5*1/2 = 0.2667
+    assert [f.id for f in fused] == ["a", "b"]
+    assert fused[0].score == pytest.approx(0.4) and fused[1].score == pytest.approx(0.25 + 0.05 / 3)
+    # A ranking without evidence counts every position with factor 1.
+    partial = weighted_rrf(rankings, weights, k=1, normalize=False, evidence={"keyword": [1.0, 0.1]})
+    assert {f.id: f.score for f in partial} == pytest.approx({"a": 0.25 + 0.5 / 3, "b": 0.05 / 3 + 0.25})
+    normalized = weighted_rrf(rankings, weights, k=60, evidence=evidence)
+    assert all(0.0 <= f.score <= 1.0 for f in normalized)
+
+
+def test_score_weighted_rrf_rejects_bad_evidence() -> None:
+    rankings = {"keyword": ["a", "b"]}
+    with pytest.raises(ValueError):
+        weighted_rrf(rankings, {"keyword": 1.0}, evidence={"keyword": [1.0]})
+    with pytest.raises(ValueError):
+        weighted_rrf(rankings, {"keyword": 1.0}, evidence={"keyword": [1.0, 1.5]})
+    with pytest.raises(ValueError):
+        weighted_rrf(rankings, {"keyword": 1.0}, evidence={"semantic": [1.0, 1.0]})

@@ -230,6 +230,7 @@ def test_request_body_and_responses_are_documented(client) -> None:  # type: ign
         "options",
         "rrfConfig",
         "rerankConfig",
+        "fusion",
     }
 
 

@@ -1,0 +1,48 @@
+"""A LlamaIndex retriever backed by the hybridrag service (extra: `llamaindex`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.adapters import require
+
+require("llama_index.core", "llamaindex")
+
+from llama_index.core.retrievers import BaseRetriever  # noqa: E402
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
+
+from schemas.search import SearchResult  # noqa: E402
+from service.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagClient  # noqa: E402
+
+
+def to_nodes(result: SearchResult) -> list[NodeWithScore]:
+    nodes = []
+    for item in result.results:
+        meta = {k: v for k, v in (item.metadata or {}).items() if k != "ranks"}
+        meta.update(type=item.type, summary=item.content.summary)
+        node = TextNode(id_=item.id, text=item.content.text, metadata=meta)
+        nodes.append(NodeWithScore(node=node, score=item.score))
+    return nodes
+
+
+class HybridRagLlamaRetriever(BaseRetriever):
+    """`retriever.retrieve("query")` -> NodeWithScore list, scores in 0..1 from the fused ranking."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        **search_options: Any,
+    ) -> None:
+        super().__init__()
+        self._base_url, self._api_key, self._timeout = base_url, api_key, timeout
+        self._options = search_options or {"limit": 5}
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        with HybridRagClient(self._base_url, self._api_key, self._timeout) as client:
+            return to_nodes(client.search(query_bundle.query_str, **self._options))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        async with AsyncHybridRagClient(self._base_url, self._api_key, self._timeout) as client:
+            return to_nodes(await client.search(query_bundle.query_str, **self._options))
