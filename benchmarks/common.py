@@ -126,6 +126,14 @@ def write_results(out: Path, data: dict[str, Any], markdown: str) -> None:
     out.with_suffix(".md").write_text(markdown, "utf-8")
 
 
+LATENCY_HEADERS = ["requests", "errors", "p50 ms", "p95 ms", "p99 ms", "req/s"]
+
+
+def latency_cells(row: dict[str, Any]) -> list[Any]:
+    """The cells under LATENCY_HEADERS for a row of the latency or load reports."""
+    return [row["requests"], row["errors"], row["p50ms"], row["p95ms"], row["p99ms"], row["qps"]]
+
+
 def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
     def cell(v: Any) -> str:
         if isinstance(v, float):

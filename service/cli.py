@@ -288,6 +288,123 @@ def bench_quality(
     typer.echo(f"written: {target} and {target.with_suffix('.md')}", err=True)
 
 
+@bench_app.command("latency")
+def bench_latency(
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
+    ],
+    split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
+    synthetic_chunks: Annotated[
+        int, typer.Option(min=0, help="Also measure a synthetic corpus of this many chunks (0: skip)")
+    ] = 100_000,
+    levels: Annotated[str, typer.Option(help="Concurrent clients, comma-separated")] = "1,4,16",
+    strategies: Annotated[
+        str, typer.Option(help="Comma-separated strategies")
+    ] = "keyword,semantic,graph,hybrid",
+    requests: Annotated[int, typer.Option(min=1, help="Requests per strategy per concurrency level")] = 160,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (.md table and .png plot beside it)")
+    ] = None,
+) -> None:
+    """p50/p95/p99 and requests/s per strategy at 1, 4 and 16 clients against the HTTP service on loopback."""
+    _offline()
+    from benchmarks.common import CACHE, RESULTS, cached_index, load_beir, write_results
+    from benchmarks.latency import plot, run_latency, to_markdown
+    from benchmarks.synthetic import build_synthetic
+    from benchmarks.synthetic import to_markdown as build_markdown
+    from indexing.build import BuildConfig
+
+    try:
+        level_list = [int(x) for x in levels.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"not a list of integers: {levels!r}", param_hint="--levels") from None
+    if not level_list or min(level_list) < 1:
+        raise typer.BadParameter("levels must be positive integers", param_hint="--levels")
+    names = [x.strip() for x in strategies.split(",") if x.strip()]
+    if not names or not set(names) <= {"keyword", "semantic", "graph", "hybrid"}:
+        raise typer.BadParameter(f"unknown strategy in {strategies!r}", param_hint="--strategies")
+    data = load_beir(dataset, split)
+    queries = list(data.queries.values())
+    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    target = out or RESULTS / f"latency-{data.name}-{embedding_model}.json"
+    reports = [run_latency(index_dir, queries, embedding_model, level_list, names, requests, label=data.name)]
+    markdown = to_markdown(reports[0])
+    if synthetic_chunks:
+        synthetic_dir = CACHE / f"synthetic-{data.name}-{embedding_model}-{synthetic_chunks}"
+        if not (synthetic_dir / "index" / "current").exists():
+            built = build_synthetic(index_dir, synthetic_chunks, synthetic_dir, embedding_model)
+            write_results(
+                target.with_name(f"build-synthetic-{synthetic_chunks}.json"), built, build_markdown(built)
+            )
+        reports.append(
+            run_latency(
+                synthetic_dir / "index",
+                queries,
+                embedding_model,
+                level_list,
+                names,
+                requests,
+                label=f"synthetic {synthetic_chunks // 1000}k",
+            )
+        )
+        markdown += "\n" + to_markdown(reports[1])
+    write_results(target, {"benchmark": "latency", "reports": reports}, markdown)
+    plot(reports, target.with_suffix(".png"))
+    typer.echo(markdown)
+
+
+@bench_app.command("load")
+def bench_load(
+    dataset: Annotated[Path, typer.Option("--dataset", help="BEIR-layout folder: its queries and its index")],
+    split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
+    clients: Annotated[int, typer.Option(min=1, help="Concurrent clients")] = 16,
+    duration: Annotated[float, typer.Option(min=1, help="Seconds of the load run")] = 60,
+    soak: Annotated[float, typer.Option(min=0, help="Seconds of the soak run (0: skip)")] = 600,
+    swap_duration: Annotated[
+        float,
+        typer.Option(min=0, help="Seconds of load during which the index is rebuilt and switched (0: skip)"),
+    ] = 240,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    out: Annotated[Path | None, typer.Option("--out", help="JSON file (.md table beside it)")] = None,
+) -> None:
+    """Load (errors, percentiles), soak (memory over time) and an index swap under load, on loopback."""
+    _offline()
+    import shutil
+    import tempfile
+
+    from benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from benchmarks.soak import run_load, to_markdown
+    from indexing.build import BuildConfig
+
+    data = load_beir(dataset, split)
+    queries = list(data.queries.values())
+    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    reports = [run_load(index_dir, queries, embedding_model, clients, duration, label="load")]
+    if swap_duration:
+        with tempfile.TemporaryDirectory() as tmp:
+            # A copy, so the rebuild never touches the cached index other benchmarks reuse.
+            copy = Path(tmp) / "index"
+            shutil.copytree(index_dir, copy, symlinks=True)
+            reports.append(
+                run_load(
+                    copy,
+                    queries,
+                    embedding_model,
+                    clients,
+                    swap_duration,
+                    data.corpus,
+                    label="swap under load",
+                )
+            )
+    if soak:
+        reports.append(run_load(index_dir, queries, embedding_model, clients, soak, label="soak"))
+    markdown = to_markdown(reports)
+    target = out or RESULTS / f"load-{data.name}-{embedding_model}.json"
+    write_results(target, {"benchmark": "load", "reports": reports}, markdown)
+    typer.echo(markdown)
+
+
 @bench_app.command("build")
 def bench_build(
     source: Annotated[Path, typer.Argument(help="Folder or corpus.jsonl to build")],

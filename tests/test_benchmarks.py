@@ -80,3 +80,61 @@ def test_build_benchmark(tmp_path: Path) -> None:
     report = run_build(dataset / "corpus.jsonl", None)
     assert report["documents"] == 4 and report["stages"]["keyword"]["docsPerSecond"] > 0
     assert report["bytesOnDisk"] > 0
+
+
+@pytest.mark.slow
+def test_latency_and_load_runs_against_the_real_service(sample_index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from benchmarks.latency import plot, run_latency
+    from benchmarks.latency import to_markdown as latency_markdown
+    from benchmarks.soak import run_load, to_markdown
+
+    index_dir = tmp_path / "index"
+    shutil.copytree(sample_index, index_dir, symlinks=True)
+    queries = ["Who founded Sony?", "新幹線の開業", "Marie Curie radioactivity"]
+    report = run_latency(
+        index_dir, queries, "minilm", levels=(1, 2), strategies=("keyword", "hybrid"), requests=6
+    )
+    rows = report["results"]
+    assert [(r["strategy"], r["clients"]) for r in rows] == [
+        ("keyword", 1),
+        ("keyword", 2),
+        ("hybrid", 1),
+        ("hybrid", 2),
+    ]
+    assert all(
+        r["requests"] == 6 and r["errors"] == 0 and 0 < r["p50ms"] <= r["p95ms"] <= r["p99ms"] for r in rows
+    )
+    assert report["memory"]["peakMB"] >= report["memory"]["idleMB"] > 50
+    assert "| hybrid | 2 | 6 | 0 |" in latency_markdown(report)
+    plot([report], tmp_path / "latency.png")
+    assert (tmp_path / "latency.png").read_bytes()[:4] == b"\x89PNG"
+    load = run_load(index_dir, queries, "minilm", clients=2, duration_s=3)
+    assert load["errors"] == 0 and load["requests"] > 3 and load["rss"]["samples"]
+    assert len(load["versions"]) == 1 and "| load | 2 |" in to_markdown([load])
+
+
+def test_rss_slope() -> None:
+    from benchmarks.soak import rss_slope_mb_per_min
+
+    flat = [(float(t), 500 * 2**20) for t in range(0, 600, 10)]
+    assert rss_slope_mb_per_min(flat) == pytest.approx(0.0)
+    growing = [(float(t), int((500 + t / 60) * 2**20)) for t in range(0, 600, 10)]  # 1 MB per minute
+    assert rss_slope_mb_per_min(growing) == pytest.approx(1.0, abs=1e-3)
+    assert rss_slope_mb_per_min([]) is None
+
+
+@pytest.mark.slow
+def test_synthetic_corpus_replays_real_vectors(sample_index: Path, tmp_path: Path) -> None:
+    from benchmarks.synthetic import build_synthetic
+    from indexing.store import current_version
+
+    report = build_synthetic(sample_index, 150, tmp_path / "syn", embedding_model="minilm")
+    assert report["documents"] == report["chunks"] == 150
+    assert current_version(tmp_path / "syn" / "index").manifest["counts"]["chunks"] == 150
+    lines = (tmp_path / "syn" / "corpus.jsonl").read_text("utf-8").splitlines()
+    assert len(lines) == 150 and len({json.loads(line)["text"] for line in lines}) == 150
+    # Only the community reports (not chunks) needed the model: every chunk vector was replayed.
+    graph = current_version(tmp_path / "syn" / "index").manifest["graph"]
+    assert report["embedMisses"] == graph["communities"]

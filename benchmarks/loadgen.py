@@ -1,0 +1,176 @@
+"""Load generation against the real HTTP service on loopback: a service subprocess, N client threads, RSS.
+
+Used by the latency benchmark (fixed request counts at 1/4/16 clients) and the load/soak runs (fixed
+durations, memory sampled over time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(slots=True)
+class Service:
+    url: str
+    pid: int
+    log: Path
+
+
+@contextlib.contextmanager
+def running_service(
+    index_dir: Path, embedding_model: str, env: dict[str, str] | None = None, ready_timeout: float = 600
+) -> Iterator[Service]:
+    """`hybridrag serve` on a free loopback port, ready (or raising with its log), stopped afterwards."""
+    port = free_port()
+    log = index_dir.parent / f"serve-{port}.log"
+    child_env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HYBRIDRAG_INDEX_DIR": str(index_dir),
+        "HYBRIDRAG_EMBEDDING_MODEL": embedding_model,
+        "HYBRIDRAG_HOST": "127.0.0.1",
+        "HYBRIDRAG_PORT": str(port),
+        "HYBRIDRAG_LOG_LEVEL": "WARNING",
+        **(env or {}),
+    }
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "serve"],
+            env=child_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.time() + ready_timeout
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"service exited with {proc.returncode}: {log.read_text()[-2000:]}")
+                with contextlib.suppress(httpx.TransportError):
+                    if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                        break
+                if time.time() > deadline:
+                    raise RuntimeError(
+                        f"service not ready after {ready_timeout} s: {log.read_text()[-2000:]}"
+                    )
+                time.sleep(0.5)
+            yield Service(url, proc.pid, log)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def rss_bytes(pid: int) -> int:
+    import psutil
+
+    return int(psutil.Process(pid).memory_info().rss)
+
+
+@dataclass(slots=True)
+class DriveResult:
+    latencies_ms: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    rss_samples: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, bytes)
+    versions: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def requests(self) -> int:
+        return len(self.latencies_ms)
+
+    @property
+    def failed(self) -> int:
+        return sum(n for code, n in self.statuses.items() if code != 200) + len(self.errors)
+
+
+def drive(
+    url: str,
+    bodies: Sequence[dict[str, Any]],
+    clients: int,
+    requests: int | None = None,
+    duration_s: float | None = None,
+    pid: int | None = None,
+    sample_every_s: float = 1.0,
+    path: str = "/v1/search",
+    on_tick: Callable[[float], None] | None = None,
+) -> DriveResult:
+    """`clients` threads post `bodies` round-robin until `requests` in all were sent or `duration_s` passed."""
+    if (requests is None) == (duration_s is None):
+        raise ValueError("give exactly one of requests and duration_s")
+    result = DriveResult()
+    lock = threading.Lock()
+    counter = iter(range(10**12))
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def next_index() -> int | None:
+        with lock:
+            i = next(counter)
+        if requests is not None and i >= requests:
+            return None
+        if duration_s is not None and time.perf_counter() - started >= duration_s:
+            return None
+        return i
+
+    def client() -> None:
+        with httpx.Client(base_url=url, timeout=30) as http:
+            while (i := next_index()) is not None:
+                t0 = time.perf_counter()
+                try:
+                    r = http.post(path, json=bodies[i % len(bodies)])
+                    ms = (time.perf_counter() - t0) * 1000
+                    version = r.json().get("indexVersion") if r.status_code == 200 else None
+                    with lock:
+                        result.latencies_ms.append(ms)
+                        result.statuses[r.status_code] += 1
+                        if version:
+                            result.versions[version] += 1
+                except (httpx.HTTPError, ValueError) as exc:
+                    with lock:
+                        result.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def sampler() -> None:
+        while not stop.is_set():
+            elapsed = time.perf_counter() - started
+            if pid is not None:
+                with contextlib.suppress(Exception):
+                    result.rss_samples.append((round(elapsed, 2), rss_bytes(pid)))
+            if on_tick is not None:
+                on_tick(elapsed)
+            stop.wait(sample_every_s)
+
+    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+    watcher = threading.Thread(target=sampler, daemon=True)
+    watcher.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result.wall_s = time.perf_counter() - started
+    stop.set()
+    watcher.join()
+    return result
