@@ -52,7 +52,11 @@ def documents_in_order(doc_ids: Iterable[str | None]) -> dict[str, float]:
 
 
 def run_strategy(
-    engine: Any, dataset: BeirDataset, strategies: Sequence[str], fusion: str | None = None
+    engine: Any,
+    dataset: BeirDataset,
+    strategies: Sequence[str],
+    fusion: str | None = None,
+    rerank: bool = False,
 ) -> tuple[dict[str, dict[str, float]], list[float]]:
     from schemas.search import SearchRequest
 
@@ -64,12 +68,14 @@ def run_strategy(
             {
                 "text": text[:1000],
                 "filters": {"minRelevance": 0},
-                "options": {"strategies": list(strategies), "limit": 100, "rerankEnabled": False},
+                "options": {"strategies": list(strategies), "limit": 100, "rerankEnabled": rerank},
                 **({"fusion": fusion} if fusion else {}),
             }
         )
         t0 = time.perf_counter()
         ranking = engine.rank(request, min_depth=CHUNK_DEPTH)
+        if rerank:
+            engine.rerank(request, ranking, time.perf_counter() + 60)
         latencies.append((time.perf_counter() - t0) * 1000)
         # Entity and community results have no document of their own.
         run[qid] = documents_in_order(chunks[f.id].doc_id if f.id in chunks else None for f in ranking.kept)
@@ -117,6 +123,8 @@ def run_quality(
     max_queries: int | None = None,
     cache: Path | None = None,
     baseline: bool = True,
+    rerank: bool = True,
+    rerank_model: str | None = None,
 ) -> dict[str, Any]:
     from indexing.build import BuildConfig
     from service.engine import SearchEngine
@@ -137,6 +145,8 @@ def run_quality(
     settings = Settings(
         index_dir=index_dir, embedding_model=embedding_model, load_embedder=model is not None, _env_file=None
     )
+    if rerank_model:
+        settings = settings.model_copy(update={"rerank_model": rerank_model})
     engine = SearchEngine(settings)
     engine.start()
     if not engine.components["index"].ready:
@@ -150,6 +160,19 @@ def run_quality(
             "p50ms": round(percentile(latencies, 50), 2),
             "p95ms": round(percentile(latencies, 95), 2),
         }
+    skipped: dict[str, str] = {}
+    if rerank:
+        # Hybrid again with the cross-encoder over its top `rerankConfig.topK`, when one is on the machine.
+        status = engine.components.get("reranker")
+        if status is not None and status.ready:
+            run, latencies = run_strategy(engine, dataset, ["hybrid"], rerank=True)
+            results["hybrid+rerank"] = {
+                "metrics": evaluate(dataset.qrels, run),
+                "p50ms": round(percentile(latencies, 50), 2),
+                "p95ms": round(percentile(latencies, 95), 2),
+            }
+        else:
+            skipped["hybrid+rerank"] = status.detail if status is not None else "no reranker component"
     if baseline:
         run, latencies = bm25s_baseline(dataset)
         results["bm25s (reference)"] = {
@@ -168,6 +191,7 @@ def run_quality(
         "config": {"embeddingModel": embedding_model, "chunkSize": chunk_size, "indexDir": str(index_dir)},
         "build": build,
         "results": results,
+        "skipped": skipped,
         "anchors": ANCHORS.get(dataset.name, {}),
     }
 
@@ -183,6 +207,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"{report['config']['embeddingModel']}, {report['date'][:10]}, {report['machine']['cores']} cores\n\n"
     )
     text = title + markdown_table(headers, rows)
+    for name, reason in report.get("skipped", {}).items():
+        text += f"\nNot run: {name} — {reason}\n"
     if report["anchors"]:
         text += (
             "\nPublished anchors (nDCG@10, test split): "

