@@ -267,3 +267,41 @@ def test_a_damaged_new_version_keeps_the_old_one_serving(tmp_path: Path) -> None
     assert engine.index.version_name == served and engine.ready
     assert engine.reload_if_switched() is False  # a failed version is not retried in a loop
     engine.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_build_and_add_killed_at_random_points(tmp_path: Path, seed: int) -> None:
+    """SIGKILL `index build` / `index add` at a random moment: the serving version stays intact and usable,
+    and a rerun completes. The kill moment is drawn from a seeded generator so a failure can be replayed."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rng = random.Random(seed)
+    index_dir = tmp_path / "idx"
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE, corpus)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    base = [sys.executable, "-m", "service.cli", "index"]
+    build = [*base, "build", str(corpus), "--out", str(index_dir), "--embedding-model", "none", "--json"]
+    subprocess.run(build, check=True, capture_output=True, env=env)
+    before = store.current_version(index_dir)
+    (corpus / "extra.md").write_text("# Extra\n\nA document added later about Kyoto and Osaka.\n", "utf-8")
+    add = [*base, "add", str(corpus / "extra.md"), "--index", str(index_dir), "--json"]
+    for cmd in (build, add):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        time.sleep(rng.uniform(0.5, 6.0))  # start-up, reading, indexing or publishing, whichever it is in
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        current = store.current_version(index_dir)  # complete (it has a manifest), old or new
+        assert current.version == before.version or current.manifest["counts"]["documents"] >= 12
+        with TestClient(_app(index_dir)) as c:
+            assert c.get("/readyz").status_code == 200
+            assert c.post("/v1/search", json={"text": "Sony"}).json()["results"]
+    done = subprocess.run(add, capture_output=True, env=env, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not list(index_dir.glob(".staging-*"))
+    assert store.current_version(index_dir).manifest["counts"]["documents"] == 13
