@@ -49,6 +49,7 @@ def run_latency(
                         "clients": level,
                         "requests": r.requests,
                         "errors": r.failed,
+                        "errorSamples": (r.errors + r.degraded)[:3],
                         "p50ms": round(percentile(r.latencies_ms, 50), 1),
                         "p95ms": round(percentile(r.latencies_ms, 95), 1),
                         "p99ms": round(percentile(r.latencies_ms, 99), 1),

@@ -97,6 +97,7 @@ class DriveResult:
     wall_s: float = 0.0
     rss_samples: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, bytes)
     versions: Counter[str] = field(default_factory=Counter)
+    degraded: list[str] = field(default_factory=list)  # 200s whose notes say a retriever failed or timed out
 
     @property
     def requests(self) -> int:
@@ -104,7 +105,9 @@ class DriveResult:
 
     @property
     def failed(self) -> int:
-        return sum(n for code, n in self.statuses.items() if code != 200) + len(self.errors)
+        return (
+            sum(n for code, n in self.statuses.items() if code != 200) + len(self.errors) + len(self.degraded)
+        )
 
 
 def drive(
@@ -143,12 +146,19 @@ def drive(
                 try:
                     r = http.post(path, json=bodies[i % len(bodies)])
                     ms = (time.perf_counter() - t0) * 1000
-                    version = r.json().get("indexVersion") if r.status_code == 200 else None
+                    body = r.json() if r.status_code == 200 else {}
+                    version = body.get("indexVersion")
+                    broken = [
+                        f"{n['stage']}: {n['reason']}"
+                        for n in body.get("notes", [])
+                        if n["status"] == "failed" or n["reason"] == "time budget exceeded"
+                    ]
                     with lock:
                         result.latencies_ms.append(ms)
                         result.statuses[r.status_code] += 1
                         if version:
                             result.versions[version] += 1
+                        result.degraded.extend(broken)
                 except (httpx.HTTPError, ValueError) as exc:
                     with lock:
                         result.errors.append(f"{type(exc).__name__}: {exc}")

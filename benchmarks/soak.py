@@ -95,7 +95,7 @@ def run_load(
         "requests": result.requests + len(result.errors),
         "errors": result.failed,
         "statuses": {str(k): v for k, v in sorted(result.statuses.items())},
-        "errorSamples": result.errors[:5],
+        "errorSamples": (result.errors + result.degraded)[:5],
         "p50ms": round(percentile(result.latencies_ms, 50), 1),
         "p95ms": round(percentile(result.latencies_ms, 95), 1),
         "p99ms": round(percentile(result.latencies_ms, 99), 1),

@@ -23,6 +23,7 @@ from indexing.filters import ChunkFilters
 TABLE = "chunks"
 ANN_THRESHOLD = 50_000
 HNSW_EF = 150
+REFINE_FACTOR = 5
 
 
 def vector_schema(dim: int) -> pa.Schema:
@@ -121,7 +122,8 @@ class VectorIndex:
         where = filter_sql(filters)
         search = self._table.search(query, vector_column_name="vector").distance_type("cosine")
         if self._ann:
-            search = search.nprobes(20).ef(HNSW_EF).refine_factor(5)
+            # The HNSW stage returns limit x refine_factor candidates, and its ef must be at least that.
+            search = search.nprobes(20).ef(max(HNSW_EF, limit * REFINE_FACTOR)).refine_factor(REFINE_FACTOR)
         if where:
             search = search.where(where, prefilter=True)
         table = search.limit(max(1, limit)).select(["chunk_id", "_distance"]).to_arrow()

@@ -146,21 +146,12 @@ class GraphIndex:
         return r
 
 
-def chunk_passes(chunk: Chunk, date: datetime | None, filters: ChunkFilters) -> bool:
-    if filters.file_ids is not None and chunk.file_id not in filters.file_ids:
-        return False
-    if filters.chunk_ids is not None and chunk.chunk_id not in filters.chunk_ids:
-        return False
-    if filters.entity_types is not None and not set(chunk.entity_types) & set(filters.entity_types):
-        return False
-    if filters.date_start is not None or filters.date_end is not None:
-        if date is None:
-            return False
-        if filters.date_start is not None and date < filters.date_start:
-            return False
-        if filters.date_end is not None and date > filters.date_end:
-            return False
-    return True
+def _seconds(value: datetime | None) -> float:
+    """Naive-UTC datetime -> seconds since the epoch (NaN for none), without any local-time conversion."""
+    return float("nan") if value is None else (value - _EPOCH).total_seconds()
+
+
+_EPOCH = datetime(1970, 1, 1)
 
 
 class GraphRetriever:
@@ -179,11 +170,48 @@ class GraphRetriever:
         self._chunks = chunks
         self._dates = chunk_dates
         self._analyzer = analyzer
+        # Per-chunk columns aligned with graph.chunk_ids, so filters are one vectorised mask per query
+        # rather than a Python call per matching chunk (tens of thousands at 100k chunks).
+        ids = graph.chunk_ids
+        self._position = {cid: i for i, cid in enumerate(ids)}
+        files = sorted({chunks[c].file_id for c in ids if c in chunks})
+        self._file_code = {f: i for i, f in enumerate(files)}
+        self._file_codes = np.array([self._file_code[chunks[c].file_id] if c in chunks else -1 for c in ids])
+        self._by_type: dict[str, np.ndarray] = {}
+        for i, cid in enumerate(ids):
+            for t in chunks[cid].entity_types if cid in chunks else ():
+                self._by_type.setdefault(t, np.zeros(len(ids), dtype=bool))[i] = True
+        self._seconds = np.array([_seconds(chunk_dates.get(c)) for c in ids], dtype=np.float64)
 
-    def _passes(self, chunk_ids: list[str], filters: ChunkFilters) -> bool:
-        return any(
-            chunk_passes(self._chunks[c], self._dates.get(c), filters) for c in chunk_ids if c in self._chunks
-        )
+    def _mask(self, filters: ChunkFilters) -> np.ndarray:
+        """Which chunk positions pass the filters: the rules of the keyword and vector stores (a file id or
+        chunk id listed, a mention of a listed entity type, a date inside the range; no date fails a range)."""
+        n = len(self.graph.chunk_ids)
+        mask = np.ones(n, dtype=bool)
+        if filters.file_ids is not None:
+            codes = [self._file_code[f] for f in filters.file_ids if f in self._file_code]
+            mask &= np.isin(self._file_codes, codes)
+        if filters.chunk_ids is not None:
+            wanted = np.zeros(n, dtype=bool)
+            wanted[[self._position[c] for c in filters.chunk_ids if c in self._position]] = True
+            mask &= wanted
+        if filters.entity_types is not None:
+            typed = np.zeros(n, dtype=bool)
+            for t in filters.entity_types:
+                if t in self._by_type:
+                    typed |= self._by_type[t]
+            mask &= typed
+        if filters.date_start is not None or filters.date_end is not None:
+            dated = ~np.isnan(self._seconds)
+            if filters.date_start is not None:
+                dated &= self._seconds >= _seconds(filters.date_start)
+            if filters.date_end is not None:
+                dated &= self._seconds <= _seconds(filters.date_end)
+            mask &= dated
+        return mask
+
+    def _passes(self, chunk_ids: list[str], mask: np.ndarray) -> bool:
+        return any(mask[self._position[c]] for c in chunk_ids if c in self._position)
 
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
         g = self.graph
@@ -194,21 +222,21 @@ class GraphRetriever:
         notes: list[str] = []
         seeds = g.match(query.text, self._analyzer, query.entities)
         total = 0
+        mask = self._mask(filters) if filters.active else None
         if seeds:
             mass = g.pagerank(seeds)
             chunk_scores = g.incidence @ mass
-            order = np.argsort(-chunk_scores, kind="stable")
-            top = float(chunk_scores[order[0]]) if len(order) else 0.0
-            for pos in order:
+            top = float(chunk_scores.max()) if len(chunk_scores) else 0.0
+            eligible = chunk_scores > 0
+            if mask is not None:
+                eligible &= mask
+            positions = np.flatnonzero(eligible)
+            total += len(positions)
+            # Best first; ties keep index order (a stable sort of ascending positions).
+            best_first = positions[np.argsort(-chunk_scores[positions], kind="stable")[:limit]]
+            for pos in best_first:
                 score = float(chunk_scores[pos])
-                if score <= 0:
-                    break
-                cid = g.chunk_ids[pos]
-                if not chunk_passes(self._chunks[cid], self._dates.get(cid), filters):
-                    continue
-                total += 1
-                if len(chunk_hits) < limit:
-                    chunk_hits.append(Candidate(cid, score, score / top if top > 0 else 0.0))
+                chunk_hits.append(Candidate(g.chunk_ids[pos], score, score / top if top > 0 else 0.0))
             entity_order = np.argsort(-mass, kind="stable")
             best = float(mass[entity_order[0]])
             added = 0
@@ -218,7 +246,7 @@ class GraphRetriever:
                 e = g.entities[pos]
                 if filters.entity_types is not None and e.type not in filters.entity_types:
                     continue
-                if filters.active and not self._passes(e.chunk_ids, filters):
+                if mask is not None and not self._passes(e.chunk_ids, mask):
                     continue
                 entity_hits.append(Candidate(e.id, float(mass[pos]), float(mass[pos]) / best))
                 added += 1
@@ -236,7 +264,7 @@ class GraphRetriever:
                 if added >= COMMUNITY_RESULTS:
                     break
                 c = g.communities[pos]
-                if filters.active and not self._passes(c.chunk_ids, filters):
+                if mask is not None and not self._passes(c.chunk_ids, mask):
                     continue
                 sim = float(sims[pos])
                 community_hits.append(Candidate(c.id, sim, min(1.0, max(0.0, sim))))

@@ -205,3 +205,48 @@ def test_index_without_graph_reports_graph_skipped(tmp_path: Path) -> None:
 def test_graph_matches_entities_in_both_languages(client: TestClient, query: str) -> None:
     data = _search(client, {"text": query, "options": {"strategies": ["graph"], "limit": 5}})
     assert data["results"], data["notes"]
+
+
+def _reference_passes(chunk, date, filters) -> bool:  # type: ignore[no-untyped-def]
+    """The filter rules written out one chunk at a time (what the vectorised mask must agree with)."""
+    if filters.file_ids is not None and chunk.file_id not in filters.file_ids:
+        return False
+    if filters.chunk_ids is not None and chunk.chunk_id not in filters.chunk_ids:
+        return False
+    if filters.entity_types is not None and not set(chunk.entity_types) & set(filters.entity_types):
+        return False
+    if filters.date_start is not None or filters.date_end is not None:
+        if date is None:
+            return False
+        if filters.date_start is not None and date < filters.date_start:
+            return False
+        if filters.date_end is not None and date > filters.date_end:
+            return False
+    return True
+
+
+def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) -> None:
+    from datetime import datetime
+
+    from indexing.filters import ChunkFilters
+
+    retriever = client.app.state.engine.index.retrievers["graph"]  # type: ignore[attr-defined]
+    ids = retriever.graph.chunk_ids
+    chunks, dates = retriever._chunks, retriever._dates
+    some_file = chunks[ids[0]].file_id
+    cases = [
+        ChunkFilters(file_ids=[some_file, "no-such-file"]),
+        ChunkFilters(file_ids=[]),
+        ChunkFilters(entity_types=["person"]),
+        ChunkFilters(entity_types=["place", "organization"]),
+        ChunkFilters(entity_types=[]),
+        ChunkFilters(chunk_ids=[ids[0], ids[-1], "c-missing"]),
+        ChunkFilters(date_start=datetime(1900, 1, 1), date_end=datetime(1960, 12, 31)),
+        ChunkFilters(date_start=datetime(1950, 1, 1)),
+        ChunkFilters(date_end=datetime(1950, 1, 1), entity_types=["person"], file_ids=[some_file]),
+    ]
+    for filters in cases:
+        mask = retriever._mask(filters)
+        expected = [_reference_passes(chunks[c], dates.get(c), filters) for c in ids]
+        assert mask.tolist() == expected, filters
+    assert any(retriever._mask(cases[6])) and not all(retriever._mask(cases[6]))

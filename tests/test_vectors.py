@@ -71,5 +71,9 @@ def test_ann_index_above_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         got = {int(h.chunk_id[1:]) for h in index.search(data[q], 10)[0]}
         recall.append(len(exact & got) / 10)
     assert np.mean(recall) >= 0.9
+    # Deep fetches (the engine over-fetches 100-1000) must work too, not only top-10.
+    for depth in (100, 300, 1000):
+        deep, _ = index.search(data[5], depth)
+        assert len(deep) == depth and deep[0].chunk_id == "c5"
     filtered, _ = index.search(data[3], 10, ChunkFilters(file_ids=["f3.md"]))
     assert filtered and all(int(h.chunk_id[1:]) % 5 == 3 for h in filtered)
