@@ -120,10 +120,12 @@ def drive(
     sample_every_s: float = 1.0,
     path: str = "/v1/search",
     on_tick: Callable[[float], None] | None = None,
+    until: Callable[[float], bool] | None = None,
 ) -> DriveResult:
-    """`clients` threads post `bodies` round-robin until `requests` in all were sent or `duration_s` passed."""
-    if (requests is None) == (duration_s is None):
-        raise ValueError("give exactly one of requests and duration_s")
+    """`clients` threads post `bodies` round-robin until `requests` in all were sent, `duration_s` passed, or
+    `until(elapsed)` says so."""
+    if requests is None and duration_s is None and until is None:
+        raise ValueError("give requests, duration_s or until")
     result = DriveResult()
     lock = threading.Lock()
     counter = iter(range(10**12))
@@ -135,7 +137,10 @@ def drive(
             i = next(counter)
         if requests is not None and i >= requests:
             return None
-        if duration_s is not None and time.perf_counter() - started >= duration_s:
+        elapsed = time.perf_counter() - started
+        if duration_s is not None and elapsed >= duration_s:
+            return None
+        if until is not None and until(elapsed):
             return None
         return i
 

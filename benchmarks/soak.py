@@ -21,6 +21,8 @@ import numpy as np
 from benchmarks.common import LATENCY_HEADERS, latency_cells, machine, markdown_table, now, percentile
 from benchmarks.loadgen import drive, running_service
 
+SETTLE_S = 20.0
+
 
 def rss_slope_mb_per_min(samples: Sequence[tuple[float, int]]) -> float | None:
     """Least-squares slope of RSS over the second half of the run (after warm-up growth)."""
@@ -65,18 +67,28 @@ def run_load(
         builder = threading.Thread(target=rebuild, daemon=True)
 
         def tick(elapsed: float) -> None:
-            if swap_source is not None and elapsed >= duration_s / 4 and not builder.is_alive() and not swap:
+            if swap_source is None:
+                return
+            if elapsed >= min(30.0, duration_s / 4) and not swap:
                 swap["startedAtS"] = round(elapsed, 1)
                 builder.start()
+            elif "exitCode" in swap and "finishedAtS" not in swap:
+                swap["finishedAtS"] = round(elapsed, 1)
+
+        def swapped_and_settled(elapsed: float) -> bool:
+            # With a swap, the load goes on until the new version has served for a while (builds are slow
+            # when 16 clients share the 2 cores), however long that takes past `duration_s`.
+            return "finishedAtS" in swap and elapsed >= max(duration_s, swap["finishedAtS"] + SETTLE_S)
 
         result = drive(
             service.url,
             bodies,
             clients,
-            duration_s=duration_s,
+            duration_s=None if swap_source is not None else duration_s,
             pid=service.pid,
             sample_every_s=2.0,
             on_tick=tick,
+            until=swapped_and_settled if swap_source is not None else None,
         )
         if builder.is_alive():
             builder.join()
@@ -88,7 +100,7 @@ def run_load(
         "machine": machine(),
         "config": {
             "clients": clients,
-            "durationS": duration_s,
+            "durationS": round(result.wall_s),
             "embeddingModel": embedding_model,
             "index": str(index_dir),
         },

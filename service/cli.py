@@ -374,7 +374,7 @@ def bench_load(
     dataset: Annotated[Path, typer.Option("--dataset", help="BEIR-layout folder: its queries and its index")],
     split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
     clients: Annotated[int, typer.Option(min=1, help="Concurrent clients")] = 16,
-    duration: Annotated[float, typer.Option(min=1, help="Seconds of the load run")] = 60,
+    duration: Annotated[float, typer.Option(min=0, help="Seconds of the load run (0: skip)")] = 60,
     soak: Annotated[float, typer.Option(min=0, help="Seconds of the soak run (0: skip)")] = 600,
     swap_duration: Annotated[
         float,
@@ -395,7 +395,9 @@ def bench_load(
     data = load_beir(dataset, split)
     queries = list(data.queries.values())
     index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
-    reports = [run_load(index_dir, queries, embedding_model, clients, duration, label="load")]
+    reports = (
+        [run_load(index_dir, queries, embedding_model, clients, duration, label="load")] if duration else []
+    )
     if swap_duration:
         with tempfile.TemporaryDirectory() as tmp:
             # A copy, so the rebuild never touches the cached index other benchmarks reuse.
@@ -414,8 +416,15 @@ def bench_load(
             )
     if soak:
         reports.append(run_load(index_dir, queries, embedding_model, clients, soak, label="soak"))
-    markdown = to_markdown(reports)
     target = out or RESULTS / f"load-{data.name}-{embedding_model}.json"
+    if target.is_file():
+        # Runs left out this time keep their earlier results; the ones run now replace theirs.
+        fresh = {r["label"] for r in reports}
+        earlier = json.loads(target.read_text("utf-8")).get("reports", [])
+        reports = [r for r in earlier if r["label"] not in fresh] + reports
+        order = {"load": 0, "swap under load": 1, "soak": 2}
+        reports.sort(key=lambda r: order.get(r["label"], 3))
+    markdown = to_markdown(reports)
     write_results(target, {"benchmark": "load", "reports": reports}, markdown)
     typer.echo(markdown)
 
