@@ -24,6 +24,7 @@ TABLE = "chunks"
 ANN_THRESHOLD = 50_000
 HNSW_EF = 150
 REFINE_FACTOR = 5
+IN_MEMORY_MAX_ROWS = 500_000  # 384-d float32: ~770 MB at the limit
 
 
 def vector_schema(dim: int) -> pa.Schema:
@@ -104,13 +105,37 @@ class VectorIndexWriter:
 
 
 class VectorIndex:
-    """Read side: cosine top-k with SQL prefilters."""
+    """Read side: cosine top-k with SQL prefilters.
 
-    def __init__(self, path: Path, dim: int) -> None:
+    Unfiltered searches over up to `IN_MEMORY_MAX_ROWS` vectors run as one matrix-vector product in numpy:
+    exact, and at 100k x 384 about 5x faster than LanceDB's IVF-HNSW here (7 vs 40 ms, recall 1.0 vs 0.90;
+    benchmarks/README.md). Filtered searches, and larger tables, use LanceDB with SQL prefilters.
+    """
+
+    def __init__(self, path: Path, dim: int, in_memory_max_rows: int = IN_MEMORY_MAX_ROWS) -> None:
         self._table = _connect(path).open_table(TABLE)
         self.dim = dim
         self._rows = int(self._table.count_rows())
         self._ann = self._rows >= ANN_THRESHOLD
+        self._matrix: np.ndarray | None = None
+        self._ids: np.ndarray | None = None
+        if 0 < self._rows <= in_memory_max_rows:
+            arrow = self._table.to_arrow().select(["chunk_id", "vector"])
+            flat = arrow.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
+            matrix = np.asarray(flat, dtype=np.float32).reshape(-1, dim)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            self._matrix = matrix / np.where(norms > 0, norms, 1.0)
+            self._ids = np.asarray(arrow.column("chunk_id").to_pylist(), dtype=object)
+
+    def _search_in_memory(self, query: np.ndarray, limit: int) -> list[VectorHit]:
+        assert self._matrix is not None and self._ids is not None
+        norm = float(np.linalg.norm(query))
+        sims = self._matrix @ (query / norm if norm > 0 else query)
+        k = min(max(1, limit), len(sims))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+        # Best first; equal similarities in stored order, so results are deterministic.
+        top = top[np.lexsort((top, -sims[top]))]
+        return [VectorHit(str(self._ids[i]), float(sims[i])) for i in top]
 
     def search(
         self, vector: np.ndarray, limit: int, filters: ChunkFilters | None = None
@@ -120,6 +145,8 @@ class VectorIndex:
         if query.shape[0] != self.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, the index has {self.dim}")
         where = filter_sql(filters)
+        if where is None and self._matrix is not None:
+            return self._search_in_memory(query, limit), self._rows
         search = self._table.search(query, vector_column_name="vector").distance_type("cosine")
         if self._ann:
             # The HNSW stage returns limit x refine_factor candidates, and its ef must be at least that.

@@ -153,3 +153,20 @@ def test_synthetic_corpus_replays_real_vectors(sample_index: Path, tmp_path: Pat
     # Only the community reports (not chunks) needed the model: every chunk vector was replayed.
     graph = current_version(tmp_path / "syn" / "index").manifest["graph"]
     assert report["embedMisses"] == graph["communities"]
+
+
+@pytest.mark.slow
+def test_swap_under_load_benchmark_sees_both_versions(sample_index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from benchmarks.soak import run_load
+
+    index_dir = tmp_path / "index"
+    shutil.copytree(sample_index, index_dir, symlinks=True)
+    corpus = tmp_path / "corpus"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "service" / "sample_corpus", corpus)
+    (corpus / "late.md").write_text("# Late\n\nA document that arrives with the new version.\n", "utf-8")
+    report = run_load(index_dir, ["Sony", "新幹線"], "minilm", clients=2, duration_s=2, swap_source=corpus)
+    assert report["swap"]["exitCode"] == 0, report["swap"]
+    assert report["errors"] == 0 and len(report["versions"]) == 2, report["versions"]
+    assert report["config"]["durationS"] >= report["swap"]["finishedAtS"]

@@ -50,6 +50,24 @@ def test_exact_search_and_prefilters(tmp_path: Path) -> None:
         index.search(np.zeros(8), 5)
 
 
+def test_in_memory_search_equals_lancedb_exact_search(tmp_path: Path) -> None:
+    data = _fill(tmp_path / "v", 400)
+    memory = vec.VectorIndex(tmp_path / "v", 32)
+    lance = vec.VectorIndex(tmp_path / "v", 32, in_memory_max_rows=0)
+    assert memory._matrix is not None and lance._matrix is None
+    for q in (0, 17, 399):
+        for limit in (1, 10, 400, 1000):
+            a, total_a = memory.search(data[q] * 3.0, limit)  # an unnormalised query is fine
+            b, total_b = lance.search(data[q] * 3.0, limit)
+            assert [h.chunk_id for h in a] == [h.chunk_id for h in b] and total_a == total_b == 400
+            assert [h.similarity for h in a] == pytest.approx([h.similarity for h in b], abs=1e-5)
+    # Filtered searches go to LanceDB either way.
+    f = ChunkFilters(file_ids=["f2.md"])
+    assert [h.chunk_id for h in memory.search(data[2], 20, f)[0]] == [
+        h.chunk_id for h in lance.search(data[2], 20, f)[0]
+    ]
+
+
 def test_filter_values_are_escaped(tmp_path: Path) -> None:
     _fill(tmp_path / "v", 50)
     index = vec.VectorIndex(tmp_path / "v", 32)
@@ -60,7 +78,7 @@ def test_filter_values_are_escaped(tmp_path: Path) -> None:
 def test_ann_index_above_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vec, "ANN_THRESHOLD", 1000)
     data = _fill(tmp_path / "v", 2000)
-    index = vec.VectorIndex(tmp_path / "v", 32)
+    index = vec.VectorIndex(tmp_path / "v", 32, in_memory_max_rows=0)  # exercise LanceDB's ANN path
     assert index._ann
     indices = index._table.list_indices()
     types = {i.index_type for i in indices}
