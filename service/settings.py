@@ -39,6 +39,12 @@ class Settings(BaseSettings):
         description="Default fusion: weighted RRF with each term scaled by the candidate's score evidence "
         "(score-rrf), or plain weighted RRF (rrf). A request's `fusion` field wins.",
     )
+    blas_threads: int = Field(
+        1,
+        ge=0,
+        description="Threads for numpy's BLAS (in-memory vector search); 0 leaves the library default. One "
+        "keeps idle BLAS threads from spinning against the embedding model's threads on small machines.",
+    )
     search_threads: int = Field(8, ge=1, le=64, description="Threads for running retrievers concurrently.")
     rate_limit_per_s: float | None = Field(
         None,
