@@ -83,13 +83,23 @@ def run_latency(
     }
 
 
+def _vector_path(index: dict[str, Any]) -> str:
+    from indexing.vectors import IN_MEMORY_MAX_ROWS
+
+    if index["chunks"] <= IN_MEMORY_MAX_ROWS:
+        return "exact in-memory vector search" + (
+            ", ANN index built for filtered queries" if index["ann"] else ""
+        )
+    return "ANN vector search"
+
+
 def to_markdown(report: dict[str, Any]) -> str:
     idx, mem = report["index"], report["memory"]
     headers = ["strategy", "clients", *LATENCY_HEADERS]
     rows = [[r["strategy"], r["clients"], *latency_cells(r)] for r in report["results"]]
     return (
         f"### HTTP latency — {report['label'] or Path(idx['dir']).name}: {idx['chunks']} chunks "
-        f"({'ANN' if idx['ann'] else 'exact'} vectors), {report['config']['embeddingModel']}, "
+        f"({_vector_path(idx)}), {report['config']['embeddingModel']}, "
         f"{report['date'][:10]}, {report['machine']['cores']} cores\n\n"
         + markdown_table(headers, rows)
         + f"\nService memory (RSS): {mem['idleMB']} MB idle after warm-up, {mem['peakMB']} MB peak, "

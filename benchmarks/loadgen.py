@@ -81,6 +81,7 @@ def running_service(
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
+    log.unlink()  # reached only when nothing failed; a failure keeps the log and names it
 
 
 def rss_bytes(pid: int) -> int:
