@@ -8,7 +8,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from schemas.errors import Language, pick_language
-from service.engine import SearchEngine
+from service.engine import NotReady, SearchEngine
+from service.loaded_index import LoadedIndex
 from service.problems import ProblemError
 from service.ratelimit import caller_key, retry_after
 
@@ -51,5 +52,14 @@ def rate_limit(request: Request) -> None:
         raise ProblemError(429, "rate limit exceeded", headers={"Retry-After": retry_after(wait)})
 
 
+def get_index(engine: Annotated[SearchEngine, Depends(get_engine)]) -> LoadedIndex:
+    """The index version being served, pinned for the whole request; 503 (retry later) before one is loaded."""
+    try:
+        return engine.index
+    except NotReady as exc:
+        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
+
+
 EngineDep = Annotated[SearchEngine, Depends(get_engine)]
+IndexDep = Annotated[LoadedIndex, Depends(get_index)]
 LanguageDep = Annotated[Language, Depends(get_language)]

@@ -16,7 +16,7 @@ from schemas.batch import BatchError, BatchOutcome, BatchSearchRequest, BatchSea
 from schemas.errors import translate_errors
 from schemas.search import SearchRequest, SearchResult
 from service.batch import merge_results
-from service.deps import EngineDep, LanguageDep, rate_limit, require_api_key
+from service.deps import EngineDep, IndexDep, LanguageDep, rate_limit, require_api_key
 from service.engine import InvalidSearch, NotReady
 from service.metrics import CONTENT_TYPE
 from service.problems import Problem, ProblemError, field_error
@@ -153,14 +153,11 @@ api.add_api_route(
         }
     },
 )
-async def search_batch(request: Request, engine: EngineDep, lang: LanguageDep) -> Response:
+async def search_batch(request: Request, engine: EngineDep, index: IndexDep, lang: LanguageDep) -> Response:
+    """Every sub-query is answered from `index`, one version, even if `current` switches meanwhile."""
     started = time.perf_counter()
     body = await read_json_body(request, engine.settings.max_body_bytes)
     batch = parse_body(body, lang, BatchSearchRequest)
-    try:
-        index = engine.index  # one version answers every sub-query, even if "current" switches meanwhile
-    except NotReady as exc:
-        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
     rid = request.state.request_id
 
     async def one(i: int, query: SearchRequest) -> BatchOutcome:
@@ -188,11 +185,7 @@ async def search_batch(request: Request, engine: EngineDep, lang: LanguageDep) -
 
 
 @api.get("/v1/documents/{doc_id}", summary="A document's full text and metadata", responses=_ERRORS)
-async def get_document(doc_id: str, engine: EngineDep) -> dict[str, Any]:
-    try:
-        index = engine.index
-    except NotReady as exc:
-        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
+async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> dict[str, Any]:
     doc = index.documents.get(doc_id)
     if doc is None:
         raise ProblemError(404, f"no document with id {doc_id!r}")
@@ -219,11 +212,7 @@ async def get_document(doc_id: str, engine: EngineDep) -> dict[str, Any]:
     summary="A chunk's text, offsets in its document and neighbours",
     responses=_ERRORS,
 )
-async def get_chunk(chunk_id: str, engine: EngineDep) -> dict[str, Any]:
-    try:
-        index = engine.index
-    except NotReady as exc:
-        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
+async def get_chunk(chunk_id: str, engine: EngineDep, index: IndexDep) -> dict[str, Any]:
     chunk = index.chunks.get(chunk_id)
     if chunk is None:
         raise ProblemError(404, f"no chunk with id {chunk_id!r}")

@@ -258,6 +258,12 @@ def test_not_ready_without_an_index(tmp_path: Path) -> None:
         assert c.get("/livez").status_code == 200
         s = c.post("/v1/search", json={"text": "x"})
         assert s.status_code == 503 and s.headers["content-type"] == "application/problem+json"
+        for r in (
+            c.post("/v1/search/batch", json={"queries": [{"text": "x"}]}),
+            c.get("/v1/documents/x"),
+            c.get("/v1/chunks/x"),
+        ):
+            assert r.status_code == 503 and r.headers["retry-after"] == "5" and r.json()["status"] == 503
 
 
 def test_api_key(sample_index: Path, embedder) -> None:  # type: ignore[no-untyped-def]
