@@ -46,6 +46,7 @@ class GraphIndex:
     transition_t: sparse.csr_matrix  # P transposed, P = D^-1 A
     incidence: sparse.csr_matrix  # chunks x entities
     chunk_ids: list[str]
+    chunk_index: dict[str, int]  # chunk id -> row of `incidence`
     entity_index: dict[str, int]
     community_of: dict[str, str]
     relations_of: dict[str, list[str]]
@@ -97,6 +98,7 @@ class GraphIndex:
             sparse.csr_matrix(transition.T),
             incidence,
             chunk_order,
+            chunk_pos,
             index,
             community_of,
             relations_of,
@@ -167,13 +169,10 @@ class GraphRetriever:
         analyzer: Analyzer,
     ) -> None:
         self.graph = graph
-        self._chunks = chunks
-        self._dates = chunk_dates
         self._analyzer = analyzer
         # Per-chunk columns aligned with graph.chunk_ids, so filters are one vectorised mask per query
         # rather than a Python call per matching chunk (tens of thousands at 100k chunks).
         ids = graph.chunk_ids
-        self._position = {cid: i for i, cid in enumerate(ids)}
         files = sorted({chunks[c].file_id for c in ids if c in chunks})
         self._file_code = {f: i for i, f in enumerate(files)}
         self._file_codes = np.array([self._file_code[chunks[c].file_id] if c in chunks else -1 for c in ids])
@@ -193,7 +192,9 @@ class GraphRetriever:
             mask &= np.isin(self._file_codes, codes)
         if filters.chunk_ids is not None:
             wanted = np.zeros(n, dtype=bool)
-            wanted[[self._position[c] for c in filters.chunk_ids if c in self._position]] = True
+            wanted[[self.graph.chunk_index[c] for c in filters.chunk_ids if c in self.graph.chunk_index]] = (
+                True
+            )
             mask &= wanted
         if filters.entity_types is not None:
             typed = np.zeros(n, dtype=bool)
@@ -211,7 +212,8 @@ class GraphRetriever:
         return mask
 
     def _passes(self, chunk_ids: list[str], mask: np.ndarray) -> bool:
-        return any(mask[self._position[c]] for c in chunk_ids if c in self._position)
+        position = self.graph.chunk_index
+        return any(mask[position[c]] for c in chunk_ids if c in position)
 
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
         g = self.graph

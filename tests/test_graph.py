@@ -228,11 +228,14 @@ def _reference_passes(chunk, date, filters) -> bool:  # type: ignore[no-untyped-
 def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) -> None:
     from datetime import datetime
 
+    from indexing.build import parse_date
     from indexing.filters import ChunkFilters
 
-    retriever = client.app.state.engine.index.retrievers["graph"]  # type: ignore[attr-defined]
+    index = client.app.state.engine.index  # type: ignore[attr-defined]
+    retriever = index.retrievers["graph"]
     ids = retriever.graph.chunk_ids
-    chunks, dates = retriever._chunks, retriever._dates
+    chunks = index.chunks
+    dates = {cid: parse_date(index.documents[c.doc_id].date) for cid, c in chunks.items()}
     some_file = chunks[ids[0]].file_id
     cases = [
         ChunkFilters(file_ids=[some_file, "no-such-file"]),
