@@ -119,13 +119,13 @@ class VectorIndex:
         self._ann = self._rows >= ANN_THRESHOLD
         self._matrix: np.ndarray | None = None
         self._ids: np.ndarray | None = None
+        self._row: dict[str, int] = {}
         if 0 < self._rows <= in_memory_max_rows:
-            arrow = self._table.to_arrow().select(["chunk_id", "vector"])
-            flat = arrow.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
-            matrix = np.asarray(flat, dtype=np.float32).reshape(-1, dim)
+            ids, matrix = _ids_and_vectors(self._table.to_arrow(), dim)
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             self._matrix = matrix / np.where(norms > 0, norms, 1.0)
-            self._ids = np.asarray(arrow.column("chunk_id").to_pylist(), dtype=object)
+            self._ids = np.asarray(ids, dtype=object)
+            self._row = {cid: i for i, cid in enumerate(ids)}
 
     def _search_in_memory(self, query: np.ndarray, limit: int) -> list[VectorHit]:
         assert self._matrix is not None and self._ids is not None
@@ -164,6 +164,8 @@ class VectorIndex:
         """The stored (unit-length) vectors of these chunks; unknown ids are left out."""
         if not chunk_ids:
             return {}
+        if self._matrix is not None:
+            return {cid: self._matrix[self._row[cid]] for cid in chunk_ids if cid in self._row}
         table = (
             self._table.search()
             .where(f"chunk_id IN ({_sql_list(list(chunk_ids))})")
@@ -171,9 +173,14 @@ class VectorIndex:
             .limit(len(chunk_ids))
             .to_arrow()
         )
-        ids = table.column("chunk_id").to_pylist()
-        matrix = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+        ids, matrix = _ids_and_vectors(table, self.dim)
         return {cid: matrix[i] for i, cid in enumerate(ids)}
+
+
+def _ids_and_vectors(table: pa.Table, dim: int) -> tuple[list[str], np.ndarray]:
+    """Chunk ids and their vectors (rows x dim float32) from an Arrow table with those two columns."""
+    flat = table.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
+    return table.column("chunk_id").to_pylist(), np.asarray(flat, dtype=np.float32).reshape(-1, dim)
 
 
 def _sql_str(value: str) -> str:

@@ -61,6 +61,12 @@ def test_in_memory_search_equals_lancedb_exact_search(tmp_path: Path) -> None:
             b, total_b = lance.search(data[q] * 3.0, limit)
             assert [h.chunk_id for h in a] == [h.chunk_id for h in b] and total_a == total_b == 400
             assert [h.similarity for h in a] == pytest.approx([h.similarity for h in b], abs=1e-5)
+    # Stored vectors by id, from memory or from LanceDB alike; unknown ids are left out.
+    from_memory, from_lance = memory.vectors(["c3", "c7", "nope"]), lance.vectors(["c3", "c7", "nope"])
+    assert set(from_memory) == set(from_lance) == {"c3", "c7"}
+    for cid in from_memory:
+        assert from_memory[cid] == pytest.approx(from_lance[cid], abs=1e-6)
+        assert from_memory[cid] == pytest.approx(data[int(cid[1:])], abs=1e-6)
     # Filtered searches go to LanceDB either way.
     f = ChunkFilters(file_ids=["f2.md"])
     assert [h.chunk_id for h in memory.search(data[2], 20, f)[0]] == [
