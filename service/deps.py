@@ -23,13 +23,18 @@ def get_language(request: Request) -> Language:
     return pick_language(request.headers.get("accept-language"))
 
 
+def presented_key(request: Request) -> str:
+    """The key the caller sent: `Authorization: Bearer <key>`, else `X-API-Key`; "" when none."""
+    auth = request.headers.get("authorization", "")
+    return auth[7:].strip() if auth.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
+
+
 def require_api_key(request: Request, engine: Annotated[SearchEngine, Depends(get_engine)]) -> None:
     """When an API key is configured, accept `Authorization: Bearer <key>` or `X-API-Key: <key>`."""
     key = engine.settings.api_key
     if key is None:
         return
-    auth = request.headers.get("authorization", "")
-    given = auth[7:].strip() if auth.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
+    given = presented_key(request)
     if not given or not secrets.compare_digest(given.encode(), key.get_secret_value().encode()):
         raise ProblemError(401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"})
 
@@ -39,11 +44,7 @@ def rate_limit(request: Request) -> None:
     limiter = getattr(request.app.state, "limiter", None)
     if limiter is None:
         return
-    caller = caller_key(
-        request.headers.get("authorization"),
-        request.headers.get("x-api-key"),
-        request.client.host if request.client else None,
-    )
+    caller = caller_key(presented_key(request), request.client.host if request.client else None)
     wait = limiter.acquire(caller)
     if wait > 0:
         metrics = getattr(request.app.state, "metrics", None)

@@ -38,11 +38,10 @@ class RateLimiter:
             return wait
 
 
-def caller_key(authorization: str | None, api_key_header: str | None, client_host: str | None) -> str:
+def caller_key(presented_key: str, client_host: str | None) -> str:
     """Callers with a key are told apart by (a hash of) the key; others by their address."""
-    secret = api_key_header or (authorization or "")[7:].strip()
-    if secret:
-        return "key:" + hashlib.sha256(secret.encode()).hexdigest()[:16]
+    if presented_key:
+        return "key:" + hashlib.sha256(presented_key.encode()).hexdigest()[:16]
     return f"addr:{client_host or 'unknown'}"
 
 

@@ -59,9 +59,21 @@ def test_rate_limiter_token_bucket() -> None:
     assert limiter.acquire("a", now=0.6) == 0.0  # 1.2 tokens refilled
     with pytest.raises(ValueError):
         RateLimiter(rate=0, burst=1)
-    assert caller_key("Bearer s3cret", None, "1.2.3.4") == caller_key(None, "s3cret", "5.6.7.8")
-    assert caller_key(None, None, "1.2.3.4") == "addr:1.2.3.4"
-    assert "s3cret" not in caller_key("Bearer s3cret", None, None)
+    assert caller_key("s3cret", "1.2.3.4") == caller_key("s3cret", "5.6.7.8")
+    assert caller_key("", "1.2.3.4") == "addr:1.2.3.4"
+    assert "s3cret" not in caller_key("s3cret", None)
+    # The key is read the way the API-key check reads it: a bearer token and X-API-Key are the same caller.
+    from starlette.requests import Request
+
+    from service.deps import presented_key
+
+    def request(*headers: tuple[bytes, bytes]) -> Request:
+        return Request({"type": "http", "headers": list(headers)})
+
+    assert presented_key(request((b"authorization", b"Bearer s3cret"))) == "s3cret"
+    assert presented_key(request((b"x-api-key", b"s3cret"))) == "s3cret"
+    assert presented_key(request((b"authorization", b"Basic abc"))) == ""
+    assert presented_key(request()) == ""
 
 
 def test_rate_limit_answers_429_and_spares_health(sample_index: Path) -> None:
