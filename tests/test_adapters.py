@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import chunk_item_wire
 from seed_models import SearchResult as SeedSearchResult
 
 from service.client import AsyncHybridRagClient, HybridRagClient
@@ -40,22 +41,7 @@ def test_research_agent_record_edges() -> None:
     from schemas.search import SearchResultItem
     from service.adapters.research_agent import to_search_result
 
-    base = {
-        "id": "c1",
-        "type": "chunk",
-        "score": 0.5,
-        "relevance": {
-            "combined": 0.5,
-            "keyword": 0.5,
-            "semantic": 0,
-            "graph": 0,
-            "rerank": None,
-            "crag": None,
-        },
-        "content": {"text": "x " * 3000, "summary": None, "contextBefore": None, "contextAfter": None},
-        "highlights": [],
-        "sources": {"chunkId": "c1", "fileId": "f", "entityIds": [], "communityId": None, "relationIds": []},
-    }
+    base = chunk_item_wire("x " * 3000)
     long = SearchResultItem.model_validate(
         {
             **base,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from conftest import chunk_item_wire
 from pydantic import BaseModel, ValidationError
 
 from schemas.errors import pick_language, translate_errors
@@ -70,7 +71,7 @@ def test_strategy_rejects_other_values() -> None:
 
 
 def test_result_type_enum() -> None:
-    item = _item()
+    item = chunk_item_wire()
     assert SearchResultItem.model_validate(item).type == "chunk"
     for t in ("entity", "community"):
         assert SearchResultItem.model_validate({**item, "type": t}).type == t
@@ -363,22 +364,3 @@ def test_pick_language() -> None:
     assert pick_language("ja,en;q=0.5") == "ja"
     assert pick_language("fr, en;q=0.8, ja;q=0.9") == "ja"
     assert pick_language("fr") == "ja"
-
-
-def _item() -> dict[str, Any]:
-    return {
-        "id": "c1",
-        "type": "chunk",
-        "score": 0.5,
-        "relevance": {
-            "combined": 0.5,
-            "keyword": 0.5,
-            "semantic": 0,
-            "graph": 0,
-            "rerank": None,
-            "crag": None,
-        },
-        "content": {"text": "t", "summary": None, "contextBefore": None, "contextAfter": None},
-        "highlights": [{"field": "text", "fragment": "t", "offsets": [{"start": 0, "end": 1}]}],
-        "sources": {"chunkId": "c1", "fileId": "f", "entityIds": [], "communityId": None, "relationIds": []},
-    }
