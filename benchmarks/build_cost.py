@@ -6,11 +6,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import machine, markdown_table, now
+from hybridrag.benchmarks.common import machine, markdown_table, now
 
 
 def run_build(source: Path, embedding_model: str | None, chunk_size: int = 800) -> dict[str, Any]:
-    from indexing.build import BuildConfig, IndexBuilder, tqdm_progress
+    from hybridrag.indexing.build import BuildConfig, IndexBuilder, tqdm_progress
 
     config = BuildConfig(embedding_model=embedding_model, chunk_size=chunk_size)
     with tempfile.TemporaryDirectory() as tmp:

@@ -62,8 +62,8 @@ def cached_index(
     """
     from dataclasses import asdict
 
-    from indexing.build import IndexBuilder, tqdm_progress
-    from indexing.store import IndexUnavailable, current_version
+    from hybridrag.indexing.build import IndexBuilder, tqdm_progress
+    from hybridrag.indexing.store import IndexUnavailable, current_version
 
     model = config.embedding_model or "none"
     index_dir = (cache or CACHE) / f"{dataset.name}-{model.replace('/', '_')}-{config.chunk_size}"

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import RESULTS, load_beir, machine, markdown_table, now, write_results
+from hybridrag.benchmarks.common import RESULTS, load_beir, machine, markdown_table, now, write_results
 
 TOP = 10
 PRECISION_CORRECT = 0.8
@@ -23,9 +23,9 @@ PRECISION_INCORRECT = 0.9
 
 
 def collect(dataset_dir: Path, split: str, index_dir: Path, model: str) -> tuple[np.ndarray, np.ndarray]:
-    from schemas.search import SearchRequest
-    from service.engine import SearchEngine
-    from service.settings import Settings
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
+    from hybridrag.schemas.search import SearchRequest
 
     dataset = load_beir(dataset_dir, split)
     engine = SearchEngine(Settings(index_dir=index_dir, embedding_model=model, _env_file=None))

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import load_beir, machine, markdown_table, now
-from benchmarks.quality import METRICS, documents_in_order, evaluate
+from hybridrag.benchmarks.common import load_beir, machine, markdown_table, now
+from hybridrag.benchmarks.quality import METRICS, documents_in_order, evaluate
 
 VARIANTS: dict[str, tuple[bool, float]] = {
     "sudachi": (True, 0.0),
@@ -22,10 +22,10 @@ VARIANTS: dict[str, tuple[bool, float]] = {
 
 
 def run(dataset_dir: Path, split: str, index_dir: Path) -> dict[str, Any]:
-    from indexing.analyzers import Analyzer
-    from indexing.keyword import KeywordIndex
-    from indexing.store import current_version
-    from indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.analyzers import Analyzer
+    from hybridrag.indexing.keyword import KeywordIndex
+    from hybridrag.indexing.store import current_version
+    from hybridrag.indexing.tables import CHUNKS, read_table
 
     dataset = load_beir(dataset_dir, split)
     version = current_version(index_dir)
@@ -62,7 +62,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 if __name__ == "__main__":
     import sys
 
-    from benchmarks.common import RESULTS, write_results
+    from hybridrag.benchmarks.common import RESULTS, write_results
 
     report = run(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))
     write_results(RESULTS / f"japanese-tokenization-{report['dataset']}.json", report, to_markdown(report))

@@ -10,8 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import LATENCY_HEADERS, latency_cells, machine, markdown_table, now, percentile
-from benchmarks.loadgen import drive, rss_bytes, running_service
+from hybridrag.benchmarks.common import (
+    LATENCY_HEADERS,
+    latency_cells,
+    machine,
+    markdown_table,
+    now,
+    percentile,
+)
+from hybridrag.benchmarks.loadgen import drive, rss_bytes, running_service
 
 WARMUP = 10
 
@@ -25,7 +32,7 @@ def run_latency(
     requests: int = 160,
     label: str = "",
 ) -> dict[str, Any]:
-    from indexing.store import current_version
+    from hybridrag.indexing.store import current_version
 
     manifest = current_version(index_dir).manifest
     rows: list[dict[str, Any]] = []
@@ -84,7 +91,7 @@ def run_latency(
 
 
 def _vector_path(index: dict[str, Any]) -> str:
-    from indexing.vectors import IN_MEMORY_MAX_ROWS
+    from hybridrag.indexing.vectors import IN_MEMORY_MAX_ROWS
 
     if index["chunks"] <= IN_MEMORY_MAX_ROWS:
         return "exact in-memory vector search" + (

@@ -55,7 +55,7 @@ def running_service(
     }
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve"],
+            [sys.executable, "-m", "hybridrag.cli", "serve"],
             env=child_env,
             stdout=out,
             stderr=subprocess.STDOUT,

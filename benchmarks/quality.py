@@ -13,7 +13,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import BeirDataset, cached_index, load_beir, machine, markdown_table, now, percentile
+from hybridrag.benchmarks.common import (
+    BeirDataset,
+    cached_index,
+    load_beir,
+    machine,
+    markdown_table,
+    now,
+    percentile,
+)
 
 METRICS = ("ndcg@10", "recall@100", "mrr@10", "recall@2", "recall@5")
 DOC_DEPTH = 100
@@ -58,7 +66,7 @@ def run_strategy(
     fusion: str | None = None,
     rerank: bool = False,
 ) -> tuple[dict[str, dict[str, float]], list[float]]:
-    from schemas.search import SearchRequest
+    from hybridrag.schemas.search import SearchRequest
 
     run: dict[str, dict[str, float]] = {}
     latencies = []
@@ -86,8 +94,8 @@ def bm25s_baseline(dataset: BeirDataset) -> tuple[dict[str, dict[str, float]], l
     """bm25s over whole documents (title + text) with our analyzer's tokens, k1=0.9, b=0.4."""
     import bm25s
 
-    from indexing.analyzers import Analyzer
-    from indexing.sources import SourceReport, iter_documents
+    from hybridrag.indexing.analyzers import Analyzer
+    from hybridrag.indexing.sources import SourceReport, iter_documents
 
     analyzer = Analyzer()
     ids, corpus_tokens = [], []
@@ -126,9 +134,9 @@ def run_quality(
     rerank: bool = True,
     rerank_model: str | None = None,
 ) -> dict[str, Any]:
-    from indexing.build import BuildConfig
-    from service.engine import SearchEngine
-    from service.settings import Settings
+    from hybridrag.indexing.build import BuildConfig
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
 
     dataset = load_beir(dataset_dir, split)
     if max_queries is not None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.common import RESULTS
-from indexing.embedders import DEFAULT_EMBEDDING_MODEL as DEFAULT_MODEL
+from hybridrag.benchmarks.common import RESULTS
+from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL as DEFAULT_MODEL
 
 HEADER = """# Benchmark results
 
@@ -37,7 +37,7 @@ def summary(model: str | None = None) -> str:
     """nDCG@10 / Recall@5 / Recall@100 of every quality result (of one embedding model when given)."""
     import json
 
-    from benchmarks.common import markdown_table
+    from hybridrag.benchmarks.common import markdown_table
 
     rows = []
     for path in sorted(RESULTS.glob(f"quality-*-{model}.json" if model else "quality-*.json")):

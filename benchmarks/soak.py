@@ -18,8 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import LATENCY_HEADERS, latency_cells, machine, markdown_table, now, percentile
-from benchmarks.loadgen import drive, running_service
+from hybridrag.benchmarks.common import (
+    LATENCY_HEADERS,
+    latency_cells,
+    machine,
+    markdown_table,
+    now,
+    percentile,
+)
+from hybridrag.benchmarks.loadgen import drive, running_service
 
 SETTLE_S = 20.0
 
@@ -52,7 +59,7 @@ def run_load(
             cmd = [
                 sys.executable,
                 "-m",
-                "service.cli",
+                "hybridrag.cli",
                 "index",
                 "build",
                 str(swap_source),

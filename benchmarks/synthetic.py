@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import machine, markdown_table, now
+from hybridrag.benchmarks.common import machine, markdown_table, now
 
 NOISE = 0.01
 TAG = "Variant {copy}."
@@ -53,10 +53,10 @@ class ReplayEmbedder:
 
 def write_corpus(base_index: Path, chunks: int, out: Path) -> dict[str, np.ndarray]:
     """Write `out/corpus.jsonl` with `chunks` one-chunk documents; returns embedding text -> vector."""
-    from indexing.build import embedding_text
-    from indexing.store import current_version
-    from indexing.tables import CHUNKS, DOCUMENTS, read_table
-    from indexing.vectors import TABLE, _connect
+    from hybridrag.indexing.build import embedding_text
+    from hybridrag.indexing.store import current_version
+    from hybridrag.indexing.tables import CHUNKS, DOCUMENTS, read_table
+    from hybridrag.indexing.vectors import TABLE, _connect
 
     version = current_version(base_index).path
     titles = {r["doc_id"]: r["title"] or "" for r in read_table(version / DOCUMENTS).to_pylist()}
@@ -87,8 +87,8 @@ def build_synthetic(
     base_index: Path, chunks: int, out: Path, embedding_model: str = "e5-multilingual"
 ) -> dict[str, Any]:
     """Generate and index the synthetic corpus into `out/index`; returns the build report."""
-    from indexing.build import BuildConfig, IndexBuilder, tqdm_progress
-    from indexing.embedders import load_embedder
+    from hybridrag.indexing.build import BuildConfig, IndexBuilder, tqdm_progress
+    from hybridrag.indexing.embedders import load_embedder
 
     t0 = time.perf_counter()
     vectors = write_corpus(base_index, chunks, out)

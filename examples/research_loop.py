@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.adapters.deep_research import HybridRagProvider, build_evidences, compute_coverage
-from service.client import HybridRagClient
+from hybridrag.client import HybridRagClient
+from hybridrag.client.adapters.deep_research import HybridRagProvider, build_evidences, compute_coverage
 
 MAX_ROUNDS = 3
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import Stemmer
 
-from indexing.text import has_japanese
+from hybridrag.indexing.text import has_japanese
 
 ENGLISH_STOPWORDS = frozenset(
     (

@@ -18,15 +18,15 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from indexing import store
-from indexing.analyzers import Analyzer
-from indexing.embedders import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
-from indexing.entities import EntityExtractor, Mention
-from indexing.filters import naive_utc
-from indexing.graph import ChunkMentions, build_graph
-from indexing.keyword import KeywordIndexWriter, KeywordRow
-from indexing.sources import Document, SkippedItem, SourceReport, iter_documents
-from indexing.tables import (
+from hybridrag.indexing import store
+from hybridrag.indexing.analyzers import Analyzer
+from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
+from hybridrag.indexing.entities import EntityExtractor, Mention
+from hybridrag.indexing.filters import naive_utc
+from hybridrag.indexing.graph import ChunkMentions, build_graph
+from hybridrag.indexing.keyword import KeywordIndexWriter, KeywordRow
+from hybridrag.indexing.sources import Document, SkippedItem, SourceReport, iter_documents
+from hybridrag.indexing.tables import (
     CHUNK_SCHEMA,
     CHUNKS,
     DOCUMENT_SCHEMA,
@@ -42,8 +42,8 @@ from indexing.tables import (
     write_mentions,
     write_table,
 )
-from indexing.text import chunk_text, content_hash
-from indexing.vectors import VectorIndexWriter
+from hybridrag.indexing.text import chunk_text, content_hash
+from hybridrag.indexing.vectors import VectorIndexWriter
 
 log = logging.getLogger("hybridrag.indexing")
 T = TypeVar("T")

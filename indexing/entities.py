@@ -15,8 +15,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
-from indexing.text import has_japanese, split_sentences
+from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.text import has_japanese, split_sentences
 
 PERSON, PLACE, ORGANIZATION, OTHER = "person", "place", "organization", "other"
 ENTITY_TYPES = (PERSON, PLACE, ORGANIZATION, OTHER)

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from indexing.entities import Mention
-from indexing.text import content_hash
+from hybridrag.indexing.entities import Mention
+from hybridrag.indexing.text import content_hash
 
 GRAPH_JSON = "graph.json"
 COMMUNITY_VECTORS = "community_vectors.npy"

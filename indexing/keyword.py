@@ -16,9 +16,9 @@ from pathlib import Path
 
 import tantivy
 
-from indexing.analyzers import Analyzer
-from indexing.filters import ChunkFilters
-from indexing.text import has_japanese
+from hybridrag.indexing.analyzers import Analyzer
+from hybridrag.indexing.filters import ChunkFilters
+from hybridrag.indexing.text import has_japanese
 
 WHITESPACE = "whitespace"
 # tantivy's BM25 parameters (fixed in the library).

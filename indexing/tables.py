@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.feather as feather
 
-from indexing.entities import Mention
-from indexing.sources import Document
+from hybridrag.indexing.entities import Mention
+from hybridrag.indexing.sources import Document
 
 DOCUMENTS = "documents.arrow"
 CHUNKS = "chunks.arrow"

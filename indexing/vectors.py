@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from indexing.filters import ChunkFilters
+from hybridrag.indexing.filters import ChunkFilters
 
 TABLE = "chunks"
 ANN_THRESHOLD = 50_000

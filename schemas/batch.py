@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from schemas.base import ContractModel
-from schemas.errors import ErrorDetail
-from schemas.search import NonNegInt, SearchRequest, SearchResult, SearchResultItem, Unit
+from hybridrag.schemas.base import ContractModel
+from hybridrag.schemas.errors import ErrorDetail
+from hybridrag.schemas.search import NonNegInt, SearchRequest, SearchResult, SearchResultItem, Unit
 
 MAX_BATCH_QUERIES = 20
 MAX_MERGED = 200

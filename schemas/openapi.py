@@ -7,9 +7,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from schemas.base import SCHEMA_RELEASE_DATE, SCHEMA_VERSION
-from schemas.batch import BatchSearchRequest, BatchSearchResult
-from schemas.search import (
+from hybridrag.schemas.base import SCHEMA_RELEASE_DATE, SCHEMA_VERSION
+from hybridrag.schemas.batch import BatchSearchRequest, BatchSearchResult
+from hybridrag.schemas.search import (
     CRAGScore,
     DateRange,
     Highlight,

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from schemas.base import (
+from hybridrag.schemas.base import (
     ContractModel,
     CragRelevance,
     QueryType,

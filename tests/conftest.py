@@ -16,19 +16,19 @@ from typing import Any
 
 import pytest
 
-SAMPLE = Path(__file__).resolve().parents[1] / "service" / "sample_corpus"
+SAMPLE = Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus"
 
 
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
-    from indexing.embedders import load_embedder
+    from hybridrag.indexing.embedders import load_embedder
 
     return load_embedder("minilm")
 
 
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:  # type: ignore[no-untyped-def]
-    from indexing.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.build import BuildConfig, IndexBuilder
 
     index_dir = tmp_path_factory.mktemp("sample-index")
     IndexBuilder(index_dir, BuildConfig(embedding_model="minilm"), embedder=embedder).build(SAMPLE)
@@ -39,9 +39,9 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:  #
 def client(sample_index: Path, embedder) -> Iterator:  # type: ignore[no-untyped-def]
     from fastapi.testclient import TestClient
 
-    from service.app import create_app
-    from service.engine import SearchEngine
-    from service.settings import Settings
+    from hybridrag.http.app import create_app
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
 
     settings = Settings(index_dir=sample_index, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
     app = create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)
@@ -85,9 +85,9 @@ def serve() -> Iterator[Callable[[Any], str]]:
 @pytest.fixture(scope="session")
 def live_service(sample_index: Path, embedder) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """The real service over the sample index on loopback, once per session; yields its base URL."""
-    from service.app import create_app
-    from service.engine import SearchEngine
-    from service.settings import Settings
+    from hybridrag.http.app import create_app
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
 
     port = free_port()
     settings = Settings(  # type: ignore[call-arg]

@@ -12,13 +12,13 @@ import pytest
 from conftest import chunk_item_wire
 from seed_models import SearchResult as SeedSearchResult
 
-from service.client import AsyncHybridRagClient, HybridRagClient
+from hybridrag.client import AsyncHybridRagClient, HybridRagClient
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_research_agent_results_validate_against_the_seed_model(live_service: str) -> None:
-    from service.adapters.research_agent import research, to_search_results
+    from hybridrag.client.adapters.research_agent import research, to_search_results
 
     with HybridRagClient(live_service) as client:
         for query in ("Who founded Sony?", "湯川秀樹の中間子理論", "Toyota"):
@@ -38,8 +38,8 @@ def test_research_agent_results_validate_against_the_seed_model(live_service: st
 
 
 def test_research_agent_record_edges() -> None:
-    from schemas.search import SearchResultItem
-    from service.adapters.research_agent import to_search_result
+    from hybridrag.client.adapters.research_agent import to_search_result
+    from hybridrag.schemas.search import SearchResultItem
 
     base = chunk_item_wire("x " * 3000)
     long = SearchResultItem.model_validate(
@@ -63,7 +63,7 @@ def test_research_agent_record_edges() -> None:
 
 
 def test_deep_research_provider_and_helpers(live_service: str) -> None:
-    from service.adapters.deep_research import HybridRagProvider, build_evidences, compute_coverage
+    from hybridrag.client.adapters.deep_research import HybridRagProvider, build_evidences, compute_coverage
 
     with HybridRagClient(live_service) as client:
         provider = HybridRagProvider(client, per_query=5, max_documents=6)
@@ -90,7 +90,7 @@ def test_deep_research_provider_and_helpers(live_service: str) -> None:
 def test_langchain_retriever(live_service: str) -> None:
     from langchain_core.documents import Document
 
-    from service.adapters.langchain import HybridRagRetriever
+    from hybridrag.client.adapters.langchain import HybridRagRetriever
 
     retriever = HybridRagRetriever(base_url=live_service, search_options={"limit": 3})
     docs = retriever.invoke("Who founded Sony?")
@@ -101,7 +101,7 @@ def test_langchain_retriever(live_service: str) -> None:
 
 
 def test_llamaindex_retriever(live_service: str) -> None:
-    from service.adapters.llamaindex import HybridRagLlamaRetriever
+    from hybridrag.client.adapters.llamaindex import HybridRagLlamaRetriever
 
     retriever = HybridRagLlamaRetriever(base_url=live_service, limit=3)
     nodes = retriever.retrieve("新幹線")
@@ -115,7 +115,7 @@ def test_pydantic_ai_tool(live_service: str) -> None:
     from pydantic_ai import Agent
     from pydantic_ai.models.test import TestModel
 
-    from service.adapters.pydantic_ai import HybridRagDeps, hybridrag_tool
+    from hybridrag.client.adapters.pydantic_ai import HybridRagDeps, hybridrag_tool
 
     async def run() -> Any:
         async with AsyncHybridRagClient(live_service) as client:
@@ -138,7 +138,7 @@ def test_pydantic_ai_tool(live_service: str) -> None:
 def test_pydantic_ai_tool_asks_the_model_to_retry_on_a_bad_limit(live_service: str) -> None:
     from pydantic_ai import ModelRetry
 
-    from service.adapters.pydantic_ai import HybridRagDeps, search_corpus
+    from hybridrag.client.adapters.pydantic_ai import HybridRagDeps, search_corpus
 
     class Ctx:
         def __init__(self, deps: HybridRagDeps) -> None:
@@ -153,7 +153,7 @@ def test_pydantic_ai_tool_asks_the_model_to_retry_on_a_bad_limit(live_service: s
 
 
 def test_missing_extra_names_what_to_install() -> None:
-    from service.adapters import require
+    from hybridrag.client.adapters import require
 
     with pytest.raises(ImportError, match=r"hybridrag\[nope\]"):
         require("surely_not_installed_module", "nope")

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from schemas.search import SearchResult
-from service.app import create_app
-from service.settings import Settings
+from hybridrag.http.app import create_app
+from hybridrag.pipeline.settings import Settings
+from hybridrag.schemas.search import SearchResult
 
 
 def search(client: TestClient, body: dict[str, Any], **headers: str) -> dict[str, Any]:
@@ -267,7 +267,7 @@ def test_not_ready_without_an_index(tmp_path: Path) -> None:
 
 
 def test_api_key(sample_index: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    from service.engine import SearchEngine
+    from hybridrag.pipeline.engine import SearchEngine
 
     settings = Settings(index_dir=sample_index, embedding_model="minilm", api_key="s3cret", _env_file=None)  # type: ignore[call-arg]
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as c:
@@ -304,8 +304,8 @@ def test_time_budget_skips_a_slow_retriever(
 ) -> None:  # type: ignore[no-untyped-def]
     import time
 
-    from service.engine import SearchEngine
-    from service.retrievers import SemanticRetriever
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.retrievers import SemanticRetriever
 
     original = SemanticRetriever.retrieve
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from service.mmr import cosine_matrix, jaccard_matrix, mmr
+from hybridrag.pipeline.mmr import cosine_matrix, jaccard_matrix, mmr
 
 
 def test_mmr_relevance_only_when_lambda_is_one() -> None:

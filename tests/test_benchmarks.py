@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.quality import evaluate, run_quality, to_markdown
+from hybridrag.benchmarks.quality import evaluate, run_quality, to_markdown
 
 
 def test_metrics_match_a_hand_computed_case() -> None:
@@ -89,7 +89,7 @@ def test_quality_benchmark_with_a_reranker(tmp_path: Path, tiny_cross_encoder: P
 
 
 def test_build_benchmark(tmp_path: Path) -> None:
-    from benchmarks.build_cost import run_build
+    from hybridrag.benchmarks.build_cost import run_build
 
     dataset = _tiny_beir(tmp_path / "tiny")
     report = run_build(dataset / "corpus.jsonl", None)
@@ -101,9 +101,9 @@ def test_build_benchmark(tmp_path: Path) -> None:
 def test_latency_and_load_runs_against_the_real_service(sample_index: Path, tmp_path: Path) -> None:
     import shutil
 
-    from benchmarks.latency import plot, run_latency
-    from benchmarks.latency import to_markdown as latency_markdown
-    from benchmarks.soak import run_load, to_markdown
+    from hybridrag.benchmarks.latency import plot, run_latency
+    from hybridrag.benchmarks.latency import to_markdown as latency_markdown
+    from hybridrag.benchmarks.soak import run_load, to_markdown
 
     index_dir = tmp_path / "index"
     shutil.copytree(sample_index, index_dir, symlinks=True)
@@ -131,7 +131,7 @@ def test_latency_and_load_runs_against_the_real_service(sample_index: Path, tmp_
 
 
 def test_rss_slope() -> None:
-    from benchmarks.soak import rss_slope_mb_per_min
+    from hybridrag.benchmarks.soak import rss_slope_mb_per_min
 
     flat = [(float(t), 500 * 2**20) for t in range(0, 600, 10)]
     assert rss_slope_mb_per_min(flat) == pytest.approx(0.0)
@@ -142,8 +142,8 @@ def test_rss_slope() -> None:
 
 @pytest.mark.slow
 def test_synthetic_corpus_replays_real_vectors(sample_index: Path, tmp_path: Path) -> None:
-    from benchmarks.synthetic import build_synthetic
-    from indexing.store import current_version
+    from hybridrag.benchmarks.synthetic import build_synthetic
+    from hybridrag.indexing.store import current_version
 
     report = build_synthetic(sample_index, 150, tmp_path / "syn", embedding_model="minilm")
     assert report["documents"] == report["chunks"] == 150
@@ -159,12 +159,12 @@ def test_synthetic_corpus_replays_real_vectors(sample_index: Path, tmp_path: Pat
 def test_swap_under_load_benchmark_sees_both_versions(sample_index: Path, tmp_path: Path) -> None:
     import shutil
 
-    from benchmarks.soak import run_load
+    from hybridrag.benchmarks.soak import run_load
 
     index_dir = tmp_path / "index"
     shutil.copytree(sample_index, index_dir, symlinks=True)
     corpus = tmp_path / "corpus"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "service" / "sample_corpus", corpus)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus", corpus)
     (corpus / "late.md").write_text("# Late\n\nA document that arrives with the new version.\n", "utf-8")
     report = run_load(index_dir, ["Sony", "新幹線"], "minilm", clients=2, duration_s=2, swap_source=corpus)
     assert report["swap"]["exitCode"] == 0, report["swap"]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from indexing import store
-from indexing.build import BuildConfig, IndexBuilder
-from indexing.tables import CHUNKS, DOCUMENTS, read_table
-from indexing.vectors import VectorIndex
+from hybridrag.indexing import store
+from hybridrag.indexing.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.tables import CHUNKS, DOCUMENTS, read_table
+from hybridrag.indexing.vectors import VectorIndex
 
 MINILM = BuildConfig(embedding_model="minilm")
 
@@ -138,8 +138,8 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
 
 
 def test_keyword_index_follows_add_and_delete(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    from indexing.analyzers import Analyzer
-    from indexing.keyword import KeywordIndex
+    from hybridrag.indexing.analyzers import Analyzer
+    from hybridrag.indexing.keyword import KeywordIndex
 
     index_dir = tmp_path / "idx"
     before = build(index_dir, corpus, embedder)
@@ -161,7 +161,7 @@ def test_failure_mid_build_leaves_previous_version_serving(
     def boom(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("indexing.build.VectorIndexWriter.add", boom)
+    monkeypatch.setattr("hybridrag.indexing.build.VectorIndexWriter.add", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
         IndexBuilder(index_dir, MINILM, embedder=embedder).build(corpus)
     after = store.current_version(index_dir)
@@ -175,7 +175,7 @@ def test_killed_build_leaves_previous_version_and_a_rerun_completes(tmp_path: Pa
     cmd = [
         sys.executable,
         "-m",
-        "service.cli",
+        "hybridrag.cli",
         "index",
         "build",
         str(corpus),

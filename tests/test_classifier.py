@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from indexing.analyzers import Analyzer
-from service.classifier import QueryClassifier
+from hybridrag.indexing.analyzers import Analyzer
+from hybridrag.pipeline.classifier import QueryClassifier
 
 LABELLED = [
     json.loads(line) for line in (Path(__file__).parent / "data" / "classifier_labelled.jsonl").open()

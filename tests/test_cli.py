@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from service.cli import SAMPLE_CORPUS, app
+from hybridrag.cli.bench import app
+from hybridrag.cli.commands import SAMPLE_CORPUS
 
 runner = CliRunner()
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import free_port
 from pydantic import ValidationError
 
-from service.client import (
+from hybridrag.client import (
     AsyncHybridRagClient,
     HybridRagClient,
     HybridRagUnavailable,
@@ -175,6 +175,6 @@ def test_env_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_client_imports_nothing_heavy() -> None:
-    code = "import sys, service.client; heavy = {'torch', 'tantivy', 'lancedb', 'sentence_transformers', 'fastapi'}; print(sorted(heavy & set(sys.modules)))"
+    code = "import sys, hybridrag.client; heavy = {'torch', 'numpy', 'tantivy', 'lancedb', 'sentence_transformers', 'fastapi', 'typer'}; print(sorted(heavy & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

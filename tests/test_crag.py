@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from service import crag
-from service.crag import Thresholds, overall, verdict
+from hybridrag.pipeline import crag
+from hybridrag.pipeline.crag import Thresholds, overall, verdict
 
 T = Thresholds(upper=0.8, lower=0.5)
 

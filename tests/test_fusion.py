@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from service.fusion import max_unseen_score, validate_weights, weighted_rrf
+from hybridrag.pipeline.fusion import max_unseen_score, validate_weights, weighted_rrf
 
 
 def test_hand_computed_scores() -> None:
@@ -78,7 +78,7 @@ def test_max_unseen_score_bounds_every_unseen_candidate() -> None:
 
 
 def test_score_evidence_scale() -> None:
-    from service.fusion import score_evidence
+    from hybridrag.pipeline.fusion import score_evidence
 
     # Top score -> 1, score at the reference rank (here the last) -> the floor, linear in between.
     assert score_evidence([10.0, 6.0, 2.0], reference_rank=100, floor=0.0) == [1.0, 0.5, 0.0]
@@ -92,7 +92,7 @@ def test_score_evidence_scale() -> None:
 
 
 def test_score_evidence_does_not_depend_on_depth_past_the_reference_rank() -> None:
-    from service.fusion import score_evidence
+    from hybridrag.pipeline.fusion import score_evidence
 
     scores = [100.0 - i for i in range(300)]
     assert (

@@ -11,9 +11,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from service.app import create_app
-from service.engine import SearchEngine
-from service.settings import Settings
+from hybridrag.http.app import create_app
+from hybridrag.pipeline.engine import SearchEngine
+from hybridrag.pipeline.settings import Settings
 
 pytestmark = pytest.mark.slow
 

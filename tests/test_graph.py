@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from indexing import store
-from indexing.analyzers import Analyzer
-from indexing.build import BuildConfig, IndexBuilder
-from indexing.entities import EntityExtractor
-from indexing.graph import GraphData
-from schemas.search import SearchResult
+from hybridrag.indexing import store
+from hybridrag.indexing.analyzers import Analyzer
+from hybridrag.indexing.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.entities import EntityExtractor
+from hybridrag.indexing.graph import GraphData
+from hybridrag.schemas.search import SearchResult
 
 EXTRACTOR = EntityExtractor(Analyzer())
 
@@ -63,7 +63,7 @@ def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
     by_name = {e.name: e for e in graph.entities}
     ibuka, morita = by_name["Masaru Ibuka"], by_name["Akio Morita"]
     rel = next(r for r in graph.relations if {r.source, r.target} == {ibuka.id, morita.id})
-    from indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.tables import CHUNKS, read_table
 
     texts = {r["chunk_id"]: r["text"] for r in read_table(path.parent / CHUNKS).to_pylist()}
     ev = rel.evidence[0]
@@ -84,7 +84,7 @@ def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
 
 
 def test_graph_build_is_deterministic(tmp_path: Path) -> None:
-    from service.cli import SAMPLE_CORPUS
+    from hybridrag.cli.commands import SAMPLE_CORPUS
 
     outputs = []
     for name in ("a", "b"):
@@ -184,9 +184,9 @@ def test_deleted_document_leaves_no_trace_in_the_graph(tmp_path: Path) -> None:
 
 
 def test_index_without_graph_reports_graph_skipped(tmp_path: Path) -> None:
-    from service.app import create_app
-    from service.cli import SAMPLE_CORPUS
-    from service.settings import Settings
+    from hybridrag.cli.commands import SAMPLE_CORPUS
+    from hybridrag.http.app import create_app
+    from hybridrag.pipeline.settings import Settings
 
     IndexBuilder(tmp_path / "idx", BuildConfig(embedding_model=None, graph=False)).build(SAMPLE_CORPUS)
     settings = Settings(
@@ -228,8 +228,8 @@ def _reference_passes(chunk, date, filters) -> bool:  # type: ignore[no-untyped-
 def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) -> None:
     from datetime import datetime
 
-    from indexing.build import parse_date
-    from indexing.filters import ChunkFilters
+    from hybridrag.indexing.build import parse_date
+    from hybridrag.indexing.filters import ChunkFilters
 
     index = client.app.state.engine.index  # type: ignore[attr-defined]
     retriever = index.retrievers["graph"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from schemas.openapi import contract_components, contract_document
+from hybridrag.schemas.openapi import contract_components, contract_document
 
 N = "nullable"
 

@@ -13,14 +13,14 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from indexing import store
-from indexing.build import BuildConfig, IndexBuilder
-from service.app import create_app
-from service.engine import SearchEngine
-from service.ratelimit import RateLimiter, caller_key
-from service.settings import Settings
+from hybridrag.http.app import create_app
+from hybridrag.http.ratelimit import RateLimiter, caller_key
+from hybridrag.indexing import store
+from hybridrag.indexing.build import BuildConfig, IndexBuilder
+from hybridrag.pipeline.engine import SearchEngine
+from hybridrag.pipeline.settings import Settings
 
-SAMPLE = Path(__file__).resolve().parents[1] / "service" / "sample_corpus"
+SAMPLE = Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus"
 
 
 def _app(index_dir: Path, embedder: Any = None, **settings: Any) -> Any:
@@ -65,7 +65,7 @@ def test_rate_limiter_token_bucket() -> None:
     # The key is read the way the API-key check reads it: a bearer token and X-API-Key are the same caller.
     from starlette.requests import Request
 
-    from service.deps import presented_key
+    from hybridrag.http.deps import presented_key
 
     def request(*headers: tuple[bytes, bytes]) -> Request:
         return Request({"type": "http", "headers": list(headers)})
@@ -258,7 +258,7 @@ def test_index_swap_under_load(tmp_path: Path, embedder: Any, serve: Any) -> Non
 
 
 def _chunk_rows(version_path: Path) -> list[dict[str, Any]]:
-    from indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.tables import CHUNKS, read_table
 
     return read_table(version_path / CHUNKS).to_pylist()  # type: ignore[no-any-return]
 
@@ -297,7 +297,7 @@ def test_build_and_add_killed_at_random_points(tmp_path: Path, seed: int) -> Non
     corpus = tmp_path / "corpus"
     shutil.copytree(SAMPLE, corpus)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    base = [sys.executable, "-m", "service.cli", "index"]
+    base = [sys.executable, "-m", "hybridrag.cli", "index"]
     build = [*base, "build", str(corpus), "--out", str(index_dir), "--embedding-model", "none", "--json"]
     subprocess.run(build, check=True, capture_output=True, env=env)
     before = store.current_version(index_dir)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.rerank import CrossEncoderReranker, RerankerPool, RerankerUnavailable, resolve_model
+from hybridrag.pipeline.rerank import CrossEncoderReranker, RerankerPool, RerankerUnavailable, resolve_model
 
 
 def test_missing_model_is_reported_not_downloaded(tmp_path: Path) -> None:

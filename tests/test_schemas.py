@@ -8,8 +8,8 @@ import pytest
 from conftest import chunk_item_wire
 from pydantic import BaseModel, ValidationError
 
-from schemas.errors import pick_language, translate_errors
-from schemas.search import (
+from hybridrag.schemas.errors import pick_language, translate_errors
+from hybridrag.schemas.search import (
     CRAGScore,
     DateRange,
     HighlightOffset,

@@ -7,8 +7,8 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexing.analyzers import Analyzer, japanese_bigrams
-from indexing.text import chunk_text, content_hash, detect_language, split_sentences
+from hybridrag.indexing.analyzers import Analyzer, japanese_bigrams
+from hybridrag.indexing.text import chunk_text, content_hash, detect_language, split_sentences
 
 ANALYZER = Analyzer()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexing import vectors as vec
-from indexing.filters import ChunkFilters
+from hybridrag.indexing import vectors as vec
+from hybridrag.indexing.filters import ChunkFilters
 
 
 def _fill(path: Path, n: int, dim: int = 32) -> np.ndarray:

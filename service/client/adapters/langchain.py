@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.adapters import require
+from hybridrag.client.adapters import require
 
 require("langchain_core", "langchain")
 
@@ -16,8 +16,8 @@ from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from pydantic import ConfigDict, Field  # noqa: E402
 
-from schemas.search import SearchResult  # noqa: E402
-from service.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagClient  # noqa: E402
+from hybridrag.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagClient  # noqa: E402
+from hybridrag.schemas.search import SearchResult  # noqa: E402
 
 
 def to_documents(result: SearchResult) -> list[Document]:

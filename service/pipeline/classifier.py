@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
-from indexing.text import has_japanese
-from schemas.base import QueryTypeName
-from schemas.search import QueryClassification, SearchWeights
+from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.text import has_japanese
+from hybridrag.schemas.base import QueryTypeName
+from hybridrag.schemas.search import QueryClassification, SearchWeights
 
 _REL_EN = re.compile(
     r"\b(relationship|relationships|relation|relations|related|relate|connection|connections|connected|"

@@ -12,10 +12,10 @@ from typing import Protocol
 
 import numpy as np
 
-from indexing.embedders import Embedder
-from indexing.filters import ChunkFilters
-from indexing.keyword import KeywordIndex
-from indexing.vectors import VectorIndex
+from hybridrag.indexing.embedders import Embedder
+from hybridrag.indexing.filters import ChunkFilters
+from hybridrag.indexing.keyword import KeywordIndex
+from hybridrag.indexing.vectors import VectorIndex
 
 
 @dataclass(frozen=True, slots=True)

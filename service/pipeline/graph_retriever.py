@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
-from indexing.entities import normalize_name
-from indexing.filters import ChunkFilters
-from indexing.graph import Community, Entity, GraphData, Relation
-from indexing.tables import Chunk
-from indexing.text import has_japanese
-from service.retrievers import Candidate, RetrievalQuery, Retrieved
+from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.entities import normalize_name
+from hybridrag.indexing.filters import ChunkFilters
+from hybridrag.indexing.graph import Community, Entity, GraphData, Relation
+from hybridrag.indexing.tables import Chunk
+from hybridrag.indexing.text import has_japanese
+from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved
 
 DAMPING = 0.85
 ITERATIONS = 30

@@ -12,15 +12,15 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from schemas.base import SCHEMA_VERSION
-from schemas.openapi import contract_components
-from service.engine import SearchEngine
-from service.metrics import Metrics
-from service.observability import configure_logging, metrics_middleware, request_id_middleware
-from service.problems import install_handlers
-from service.ratelimit import RateLimiter
-from service.routes import api, health
-from service.settings import Settings
+from hybridrag.http.metrics import Metrics
+from hybridrag.http.observability import configure_logging, metrics_middleware, request_id_middleware
+from hybridrag.http.problems import install_handlers
+from hybridrag.http.ratelimit import RateLimiter
+from hybridrag.http.routes import api, health
+from hybridrag.pipeline.engine import SearchEngine
+from hybridrag.pipeline.settings import Settings
+from hybridrag.schemas.base import SCHEMA_VERSION
+from hybridrag.schemas.openapi import contract_components
 
 log = logging.getLogger("hybridrag.app")
 
@@ -92,7 +92,7 @@ def create_app(
 
 
 def app_from_env() -> FastAPI:
-    """Factory for `uvicorn --factory service.app:app_from_env`."""
+    """Factory for `uvicorn --factory hybridrag.http.app:app_from_env`."""
     settings = Settings()
     configure_logging(settings.log_level, settings.log_json)
     return create_app(settings)

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from service.adapters import require
+from hybridrag.client.adapters import require
 
 require("pydantic_ai", "pydantic-ai")
 
 from pydantic_ai import ModelRetry, RunContext, Tool  # noqa: E402
 
-from service.client import AsyncHybridRagClient  # noqa: E402
+from hybridrag.client import AsyncHybridRagClient  # noqa: E402
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.client import HybridRagClient
+from hybridrag.client import HybridRagClient
 
 MAX_SUBQUERIES = 10  # buildSectionSubqueries clips to 10
 

@@ -1,6 +1,6 @@
 """Python client for the hybridrag service: sync and async, one shared core, nothing heavy imported.
 
-    from service.client import HybridRagClient
+    from hybridrag.client import HybridRagClient
     with HybridRagClient() as rag:                       # HYBRIDRAG_URL, HYBRIDRAG_API_KEY from the env
         result = rag.search("Who founded Sony?", limit=5)
         for item in result.results: print(item.score, item.content.text[:80])
@@ -21,8 +21,8 @@ from urllib.parse import quote
 
 import httpx
 
-from schemas.batch import BatchMerge, BatchSearchRequest, BatchSearchResult
-from schemas.search import SearchRequest, SearchResult
+from hybridrag.schemas.batch import BatchMerge, BatchSearchRequest, BatchSearchResult
+from hybridrag.schemas.search import SearchRequest, SearchResult
 
 Query = str | SearchRequest | Mapping[str, Any]
 

@@ -11,15 +11,15 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
-from schemas.base import SCHEMA_VERSION
-from schemas.batch import BatchError, BatchOutcome, BatchSearchRequest, BatchSearchResult
-from schemas.errors import translate_errors
-from schemas.search import SearchRequest, SearchResult
-from service.batch import merge_results
-from service.deps import EngineDep, IndexDep, LanguageDep, rate_limit, require_api_key
-from service.engine import InvalidSearch, NotReady
-from service.metrics import CONTENT_TYPE
-from service.problems import Problem, ProblemError, field_error
+from hybridrag.http.deps import EngineDep, IndexDep, LanguageDep, rate_limit, require_api_key
+from hybridrag.http.metrics import CONTENT_TYPE
+from hybridrag.http.problems import Problem, ProblemError, field_error
+from hybridrag.pipeline.batch import merge_results
+from hybridrag.pipeline.engine import InvalidSearch, NotReady
+from hybridrag.schemas.base import SCHEMA_VERSION
+from hybridrag.schemas.batch import BatchError, BatchOutcome, BatchSearchRequest, BatchSearchResult
+from hybridrag.schemas.errors import translate_errors
+from hybridrag.schemas.search import SearchRequest, SearchResult
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from schemas.batch import BatchMerge, MergedHit
-from schemas.search import SearchResult, SearchResultItem
-from service.loaded_index import LoadedIndex
-from service.mmr import cosine_matrix, jaccard_matrix, mmr
+from hybridrag.pipeline.loaded_index import LoadedIndex
+from hybridrag.pipeline.mmr import cosine_matrix, jaccard_matrix, mmr
+from hybridrag.schemas.batch import BatchMerge, MergedHit
+from hybridrag.schemas.search import SearchResult, SearchResultItem
 
 # MMR is quadratic in the pool; the best few hundred distinct hits are plenty to diversify a page from.
 MAX_POOL = 400

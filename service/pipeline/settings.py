@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from indexing.embedders import DEFAULT_EMBEDDING_MODEL
+from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL
 
 
 class Settings(BaseSettings):

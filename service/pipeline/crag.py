@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from schemas.search import CRAGScore, QueryClassification
+from hybridrag.schemas.search import CRAGScore, QueryClassification
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from schemas.search import SearchResult, SearchResultItem
-from service.client import HybridRagClient
+from hybridrag.client import HybridRagClient
+from hybridrag.schemas.search import SearchResult, SearchResultItem
 
 TITLE_MAX = 500
 SUMMARY_MAX = 2000

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from schemas.errors import ErrorDetail, message_for, pick_language
+from hybridrag.schemas.errors import ErrorDetail, message_for, pick_language
 
 log = logging.getLogger("hybridrag.http")
 PROBLEM_JSON = "application/problem+json"

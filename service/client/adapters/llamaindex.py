@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.adapters import require
+from hybridrag.client.adapters import require
 
 require("llama_index.core", "llamaindex")
 
 from llama_index.core.retrievers import BaseRetriever  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
-from schemas.search import SearchResult  # noqa: E402
-from service.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagClient  # noqa: E402
+from hybridrag.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagClient  # noqa: E402
+from hybridrag.schemas.search import SearchResult  # noqa: E402
 
 
 def to_nodes(result: SearchResult) -> list[NodeWithScore]:

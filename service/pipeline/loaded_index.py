@@ -9,17 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexing import store
-from indexing.analyzers import Analyzer
-from indexing.build import BuildConfig, parse_date
-from indexing.embedders import Embedder
-from indexing.graph import GRAPH_JSON
-from indexing.keyword import KeywordIndex
-from indexing.sources import Document
-from indexing.tables import CHUNKS, DOCUMENTS, Chunk, chunk_from_row, document_from_row, read_table
-from indexing.vectors import VectorIndex
-from service.graph_retriever import GraphIndex, GraphRetriever
-from service.retrievers import KeywordRetriever, Retriever, SemanticRetriever
+from hybridrag.indexing import store
+from hybridrag.indexing.analyzers import Analyzer
+from hybridrag.indexing.build import BuildConfig, parse_date
+from hybridrag.indexing.embedders import Embedder
+from hybridrag.indexing.graph import GRAPH_JSON
+from hybridrag.indexing.keyword import KeywordIndex
+from hybridrag.indexing.sources import Document
+from hybridrag.indexing.tables import CHUNKS, DOCUMENTS, Chunk, chunk_from_row, document_from_row, read_table
+from hybridrag.indexing.vectors import VectorIndex
+from hybridrag.pipeline.graph_retriever import GraphIndex, GraphRetriever
+from hybridrag.pipeline.retrievers import KeywordRetriever, Retriever, SemanticRetriever
 
 
 @dataclass(slots=True)

@@ -7,11 +7,11 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from schemas.errors import Language, pick_language
-from service.engine import NotReady, SearchEngine
-from service.loaded_index import LoadedIndex
-from service.problems import ProblemError
-from service.ratelimit import caller_key, retry_after
+from hybridrag.http.problems import ProblemError
+from hybridrag.http.ratelimit import caller_key, retry_after
+from hybridrag.pipeline.engine import NotReady, SearchEngine
+from hybridrag.pipeline.loaded_index import LoadedIndex
+from hybridrag.schemas.errors import Language, pick_language
 
 
 def get_engine(request: Request) -> SearchEngine:

@@ -1,0 +1,235 @@
+"""`hybridrag bench ...`: quality, latency, load and build-cost benchmarks (JSON + markdown results).
+
+The CLI sits above `hybridrag.benchmarks`, which imports the pipeline and indexing code, never the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hybridrag.cli.commands import ModelOpt, app, offline
+from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL
+
+bench_app = typer.Typer(
+    help="Benchmarks (quality, latency, build cost); results as JSON + markdown.", no_args_is_help=True
+)
+app.add_typer(bench_app, name="bench")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("quality")
+def bench_quality(
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/)")
+    ],
+    split: Annotated[str, typer.Option("--split", help="qrels/<split>.tsv")] = "test",
+    strategies: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated systems; '+' combines strategies (keyword+semantic); '@rrf' or "
+            "'@score-rrf' picks the fusion (hybrid@rrf)"
+        ),
+    ] = "keyword,semantic,graph,hybrid,hybrid@rrf,keyword+semantic",
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    chunk_size: Annotated[int, typer.Option(min=50)] = 800,
+    max_queries: Annotated[int | None, typer.Option(min=1, help="Only the first N queries (by id)")] = None,
+    baseline: Annotated[
+        bool, typer.Option("--baseline/--no-baseline", help="Run the bm25s reference")
+    ] = True,
+    rerank_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Cross-encoder (local folder or HF cache) for a hybrid+rerank row; default: the service's"
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """nDCG@10, Recall@100, MRR@10, Recall@2/5 per strategy, through the service's own search path."""
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, write_results
+    from hybridrag.benchmarks.quality import run_quality, to_markdown
+
+    if not (dataset / "corpus.jsonl").is_file():
+        raise typer.BadParameter(f"{dataset} has no corpus.jsonl", param_hint="--dataset")
+    if not (dataset / "qrels" / f"{split}.tsv").is_file():
+        raise typer.BadParameter(f"{dataset}/qrels/{split}.tsv does not exist", param_hint="--split")
+    names = [s.strip() for s in strategies.split(",") if s.strip()]
+    bad = [
+        s
+        for s in names
+        if not set(s.partition("@")[0].split("+")) <= {"keyword", "semantic", "graph", "hybrid"}
+        or s.partition("@")[2] not in ("", "rrf", "score-rrf")
+    ]
+    if bad or not names:
+        raise typer.BadParameter(f"unknown strategy {bad}", param_hint="--strategies")
+    report = run_quality(
+        dataset,
+        split,
+        names,
+        embedding_model,
+        chunk_size,
+        max_queries,
+        baseline=baseline,
+        rerank_model=rerank_model,
+    )
+    markdown = to_markdown(report)
+    target = out or RESULTS / f"quality-{dataset.name}-{embedding_model.replace('/', '_')}.json"
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+    typer.echo(f"written: {target} and {target.with_suffix('.md')}", err=True)
+
+
+@bench_app.command("latency")
+def bench_latency(
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
+    ],
+    split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
+    synthetic_chunks: Annotated[
+        int, typer.Option(min=0, help="Also measure a synthetic corpus of this many chunks (0: skip)")
+    ] = 100_000,
+    levels: Annotated[str, typer.Option(help="Concurrent clients, comma-separated")] = "1,4,16",
+    strategies: Annotated[
+        str, typer.Option(help="Comma-separated strategies")
+    ] = "keyword,semantic,graph,hybrid",
+    requests: Annotated[int, typer.Option(min=1, help="Requests per strategy per concurrency level")] = 160,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (.md table and .png plot beside it)")
+    ] = None,
+) -> None:
+    """p50/p95/p99 and requests/s per strategy at 1, 4 and 16 clients against the HTTP service on loopback."""
+    offline()
+    from hybridrag.benchmarks.common import CACHE, RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.latency import plot, run_latency, to_markdown
+    from hybridrag.benchmarks.synthetic import build_synthetic
+    from hybridrag.benchmarks.synthetic import to_markdown as build_markdown
+    from hybridrag.indexing.build import BuildConfig
+
+    try:
+        level_list = [int(x) for x in levels.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"not a list of integers: {levels!r}", param_hint="--levels") from None
+    if not level_list or min(level_list) < 1:
+        raise typer.BadParameter("levels must be positive integers", param_hint="--levels")
+    names = [x.strip() for x in strategies.split(",") if x.strip()]
+    if not names or not set(names) <= {"keyword", "semantic", "graph", "hybrid"}:
+        raise typer.BadParameter(f"unknown strategy in {strategies!r}", param_hint="--strategies")
+    data = load_beir(dataset, split)
+    queries = list(data.queries.values())
+    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    target = out or RESULTS / f"latency-{data.name}-{embedding_model}.json"
+    reports = [run_latency(index_dir, queries, embedding_model, level_list, names, requests, label=data.name)]
+    markdown = to_markdown(reports[0])
+    if synthetic_chunks:
+        synthetic_dir = CACHE / f"synthetic-{data.name}-{embedding_model}-{synthetic_chunks}"
+        if not (synthetic_dir / "index" / "current").exists():
+            built = build_synthetic(index_dir, synthetic_chunks, synthetic_dir, embedding_model)
+            write_results(
+                target.with_name(f"build-synthetic-{synthetic_chunks}.json"), built, build_markdown(built)
+            )
+        reports.append(
+            run_latency(
+                synthetic_dir / "index",
+                queries,
+                embedding_model,
+                level_list,
+                names,
+                requests,
+                label=f"synthetic {synthetic_chunks // 1000}k",
+            )
+        )
+        markdown += "\n" + to_markdown(reports[1])
+    write_results(target, {"benchmark": "latency", "reports": reports}, markdown)
+    plot(reports, target.with_suffix(".png"))
+    typer.echo(markdown)
+
+
+@bench_app.command("load")
+def bench_load(
+    dataset: Annotated[Path, typer.Option("--dataset", help="BEIR-layout folder: its queries and its index")],
+    split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
+    clients: Annotated[int, typer.Option(min=1, help="Concurrent clients")] = 16,
+    duration: Annotated[float, typer.Option(min=0, help="Seconds of the load run (0: skip)")] = 60,
+    soak: Annotated[float, typer.Option(min=0, help="Seconds of the soak run (0: skip)")] = 600,
+    swap_duration: Annotated[
+        float,
+        typer.Option(min=0, help="Seconds of load during which the index is rebuilt and switched (0: skip)"),
+    ] = 240,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    out: Annotated[Path | None, typer.Option("--out", help="JSON file (.md table beside it)")] = None,
+) -> None:
+    """Load (errors, percentiles), soak (memory over time) and an index swap under load, on loopback."""
+    offline()
+    import shutil
+    import tempfile
+
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.soak import run_load, to_markdown
+    from hybridrag.indexing.build import BuildConfig
+
+    data = load_beir(dataset, split)
+    queries = list(data.queries.values())
+    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    reports = (
+        [run_load(index_dir, queries, embedding_model, clients, duration, label="load")] if duration else []
+    )
+    if swap_duration:
+        with tempfile.TemporaryDirectory() as tmp:
+            # A copy, so the rebuild never touches the cached index other benchmarks reuse.
+            copy = Path(tmp) / "index"
+            shutil.copytree(index_dir, copy, symlinks=True)
+            reports.append(
+                run_load(
+                    copy,
+                    queries,
+                    embedding_model,
+                    clients,
+                    swap_duration,
+                    data.corpus,
+                    label="swap under load",
+                )
+            )
+    if soak:
+        reports.append(run_load(index_dir, queries, embedding_model, clients, soak, label="soak"))
+    target = out or RESULTS / f"load-{data.name}-{embedding_model}.json"
+    if target.is_file():
+        # Runs left out this time keep their earlier results; the ones run now replace theirs.
+        fresh = {r["label"] for r in reports}
+        earlier = json.loads(target.read_text("utf-8")).get("reports", [])
+        reports = [r for r in earlier if r["label"] not in fresh] + reports
+        order = {"load": 0, "swap under load": 1, "soak": 2}
+        reports.sort(key=lambda r: order.get(r["label"], 3))
+    markdown = to_markdown(reports)
+    write_results(target, {"benchmark": "load", "reports": reports}, markdown)
+    typer.echo(markdown)
+
+
+@bench_app.command("build")
+def bench_build(
+    source: Annotated[Path, typer.Argument(help="Folder or corpus.jsonl to build")],
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    chunk_size: Annotated[int, typer.Option(min=50)] = 800,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """Seconds and documents/s per build stage, and the index size on disk (built in a temporary folder)."""
+    offline()
+    from hybridrag.benchmarks.build_cost import run_build, to_markdown
+    from hybridrag.benchmarks.common import RESULTS, write_results
+
+    if not source.exists():
+        raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
+    report = run_build(source, None if embedding_model == "none" else embedding_model, chunk_size)
+    markdown = to_markdown(report)
+    name = source.parent.name if source.is_file() else source.name
+    target = out or RESULTS / f"build-{name}-{embedding_model.replace('/', '_')}.json"
+    write_results(target, report, markdown)
+    typer.echo(markdown)

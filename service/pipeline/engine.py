@@ -1,0 +1,257 @@
+"""The search engine: classify, retrieve concurrently, fuse, filter, page, explain.
+
+`SearchEngine` is cheap to construct; `start()` (from `IndexLifecycle`) loads the index and models once
+(warm-up) and only then reports ready. CPU-heavy work happens in `search()`, which callers run off the event
+loop. The steps live beside it: `ranking` (depth, vector, retrievers), `response` (result items), `crag`.
+This package never imports the HTTP layer.
+"""
+
+from __future__ import annotations
+
+import time
+
+from hybridrag.pipeline import crag
+from hybridrag.pipeline.classifier import QueryClassifier
+from hybridrag.pipeline.fusion import score_evidence, weighted_rrf
+from hybridrag.pipeline.lifecycle import ComponentStatus, IndexLifecycle, NotReady
+from hybridrag.pipeline.loaded_index import LoadedIndex
+from hybridrag.pipeline.ranking import (
+    SCORED_STRATEGIES,
+    STRATEGIES,
+    InvalidSearch,
+    Ranking,
+    chunk_filters,
+    fetch_depth,
+    query_vector,
+    run_retrievers,
+)
+from hybridrag.pipeline.rerank import RerankerUnavailable
+from hybridrag.pipeline.response import result_item, text_of, unit
+from hybridrag.pipeline.retrievers import RetrievalQuery, strategy_names
+from hybridrag.schemas.base import SCHEMA_VERSION
+from hybridrag.schemas.search import (
+    CRAGScore,
+    SearchQuery,
+    SearchRequest,
+    SearchResult,
+    SearchResultItem,
+    SearchStrategyMetrics,
+    SearchWeights,
+    StageNote,
+    StrategyMetric,
+)
+
+__all__ = ["ComponentStatus", "InvalidSearch", "NotReady", "Ranking", "SearchEngine"]
+
+
+class SearchEngine(IndexLifecycle):
+    """Owns the loaded index, the models and the retriever thread pool, and answers searches."""
+
+    def rank(
+        self,
+        request: SearchRequest,
+        deadline: float | None = None,
+        min_depth: int = 0,
+        index: LoadedIndex | None = None,
+    ) -> Ranking:
+        """Classify, retrieve concurrently, fuse and cut: everything of a search but the page and its items.
+
+        Benchmarks call this directly so that they measure exactly what the service does. `index` pins a
+        loaded version (a batch answers every sub-query from one version even if a swap happens meanwhile).
+        """
+        if deadline is None:
+            deadline = time.perf_counter() + self.settings.search_budget_s
+        index = index or self.index
+        classification = QueryClassifier(index.analyzer).classify(request.text)
+        weights = (
+            request.options.weights
+            if "weights" in request.options.model_fields_set
+            else classification.suggested_weights
+        )
+        notes: list[StageNote] = []
+        active = []
+        for name in strategy_names(request.options.strategies):
+            if name in index.retrievers:
+                active.append(name)
+            else:
+                reason = index.unavailable.get(name, "not available")
+                notes.append(StageNote(stage=name, status="skipped", reason=reason))
+        vector = query_vector(request, index)
+        weight_map = {name: getattr(weights, name) for name in active}
+        if active and sum(weight_map.values()) <= 0:
+            # Every running strategy has weight 0: rank by them equally rather than return nothing.
+            weight_map = dict.fromkeys(active, 1.0)
+            notes.append(StageNote(stage="fusion", status="degraded", reason="all active weights were 0"))
+        k = request.rrf_config.k
+        normalize = request.rrf_config.normalize_scores
+        depth = max(min_depth, fetch_depth(request, weight_map, k, normalize))
+        qtype = request.type or classification.type
+        if (
+            vector is None
+            and self._embedder is not None
+            and ("semantic" in active or ("graph" in active and qtype in ("global", "hybrid")))
+        ):
+            # One query embedding serves the semantic retriever and the graph's community search.
+            vector = self._embedder.embed_queries([request.text])[0]
+        query = RetrievalQuery(
+            request.text,
+            chunk_filters(request),
+            vector,
+            query_type=qtype,
+            entities=tuple(classification.extracted_entities),
+        )
+        retrieved, timings = run_retrievers(self._pool, index, active, query, depth, deadline, notes)
+        rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items()}
+        evidence = None
+        if (request.fusion or self.settings.fusion) == "score-rrf":
+            # Keyword and semantic lists are ranked by one score each; the graph's list interleaves chunks,
+            # entities and communities on different scales by design, so its terms stay rank-only.
+            evidence = {
+                name: score_evidence([c.raw_score for c in r.candidates])
+                for name, r in retrieved.items()
+                if name in SCORED_STRATEGIES
+            }
+        fused = (
+            weighted_rrf(
+                rankings, {n: weight_map[n] for n in rankings}, k=k, normalize=normalize, evidence=evidence
+            )
+            if rankings
+            else []
+        )
+        kept = [f for f in fused if f.score >= request.filters.min_relevance]
+        total = len(kept)
+        if len(rankings) == 1 and kept and len(kept) == len(fused):
+            # Everything one strategy returned passed the cut: its own match count is the honest total.
+            only = next(iter(retrieved.values()))
+            if len(only.candidates) >= depth:
+                total = max(total, only.total)
+        return Ranking(
+            index=index,
+            classification=classification,
+            query_type=qtype,
+            weights=weights,
+            notes=notes,
+            retrieved=retrieved,
+            timings=timings,
+            kept=kept,
+            total=total,
+        )
+
+    def rerank(self, request: SearchRequest, ranking: Ranking, deadline: float) -> dict[str, float]:
+        """Reorder the top `rerankConfig.topK` of `ranking.kept` by a cross-encoder; returns the scores.
+
+        When no model is available, or the time budget is spent, the order stays and a note says why.
+        """
+        if not (request.options.rerank_enabled and request.rerank_config.enabled) or not ranking.kept:
+            return {}
+        name = (
+            request.rerank_config.model
+            if "model" in request.rerank_config.model_fields_set
+            else self.settings.rerank_model
+        )
+        if time.perf_counter() >= deadline:
+            ranking.notes.append(StageNote(stage="rerank", status="skipped", reason="time budget exceeded"))
+            return {}
+        try:
+            reranker = self._rerankers.get(name)
+        except RerankerUnavailable as exc:
+            ranking.notes.append(StageNote(stage="rerank", status="skipped", reason=str(exc)))
+            return {}
+        top = ranking.kept[: request.rerank_config.top_k]
+        texts = [text_of(ranking.index, f.id) for f in top]
+        scores = reranker.score(request.text, texts, request.rerank_config.batch_size)
+        order = sorted(range(len(top)), key=lambda i: (-float(scores[i]), i))
+        ranking.kept[: len(top)] = [top[i] for i in order]
+        return {top[i].id: unit(float(scores[i])) for i in range(len(top))}
+
+    def _crag(
+        self, request: SearchRequest, ranking: Ranking, items: list[SearchResultItem], reranked: bool
+    ) -> CRAGScore:
+        """Per-chunk CRAG verdicts (set on each item) and the overall verdict of the page."""
+        refined = crag.refined_query(ranking.classification)
+        if reranked:
+            source = "rerank"
+        elif "semantic" in ranking.retrieved:
+            source = self.settings.embedding_model
+        else:
+            source = "keyword"
+            ranking.notes.append(
+                StageNote(stage="crag", status="degraded", reason="no semantic evidence; keyword scores used")
+            )
+        thresholds = crag.thresholds_for(source)
+        verdicts = []
+        for item in items:
+            if item.type != "chunk":
+                continue
+            evidence = {"rerank": item.relevance.rerank or 0.0, "keyword": item.relevance.keyword}.get(
+                source, item.relevance.semantic
+            )
+            item.relevance.crag = crag.verdict(evidence, thresholds, refined)
+            verdicts.append(item.relevance.crag)
+        return crag.overall(verdicts, refined)
+
+    @staticmethod
+    def _text_of(index: LoadedIndex, item_id: str) -> str:
+        chunk = index.chunks.get(item_id)
+        if chunk is not None:
+            title = index.documents[chunk.doc_id].title
+            return f"{title}\n{chunk.text}" if title else chunk.text
+        graph = index.retrievers["graph"].graph  # type: ignore[attr-defined]
+        if item_id in graph.entity_index:
+            e = graph.entities[graph.entity_index[item_id]]
+            return f"{e.name}: {e.description}"
+        return str(graph.community_by_id[item_id].report)
+
+    def search(
+        self, request: SearchRequest, request_id: str | None = None, index: LoadedIndex | None = None
+    ) -> SearchResult:
+        started = time.perf_counter()
+        ranking = self.rank(request, started + self.settings.search_budget_s, index=index)
+        rerank_scores = self.rerank(request, ranking, started + self.settings.search_budget_s)
+        index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
+        by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}
+        page = kept[request.options.offset : request.options.offset + request.options.limit]
+        query_tokens = set(index.keyword.query_terms(request.text)[0])
+        items = [
+            result_item(index, f, by_strategy, query_tokens, request, self.settings.base_url) for f in page
+        ]
+        for item in items:
+            if item.id in rerank_scores:
+                # Reranked items are ordered by the cross-encoder, so their score is its probability.
+                item.relevance.rerank = item.score = rerank_scores[item.id]
+        crag_overall = (
+            self._crag(request, ranking, items, bool(rerank_scores)) if request.options.crag_enabled else None
+        )
+        metrics = {
+            name: StrategyMetric(
+                enabled=name in retrieved,
+                result_count=len(retrieved[name].candidates) if name in retrieved else 0,
+                processing_time=round(timings.get(name, 0.0), 3),
+                top_score=max((c.score for c in retrieved[name].candidates), default=0.0)
+                if name in retrieved
+                else 0.0,
+            )
+            for name in STRATEGIES
+        }
+        effective_options = request.options.model_copy(
+            update={"weights": SearchWeights.model_validate(ranking.weights.model_dump())}
+        )
+        return SearchResult(
+            query=SearchQuery(
+                text=request.text,
+                type=ranking.query_type,
+                embedding=request.embedding,
+                filters=request.filters,
+                options=effective_options,
+            ),
+            results=items,
+            total_count=ranking.total,
+            processing_time=round((time.perf_counter() - started) * 1000, 3),
+            strategies=SearchStrategyMetrics(**metrics),
+            classification=ranking.classification,
+            crag=crag_overall,
+            notes=ranking.notes,
+            index_version=index.version_name,
+            request_id=request_id,
+            schema_version=SCHEMA_VERSION,
+        )

@@ -1,0 +1,208 @@
+"""Response building: a fused candidate becomes a result item (chunk, entity or community) with highlights,
+context, per-strategy relevance and its sources in the graph.
+
+Reads a pinned `LoadedIndex` only; never imports the HTTP layer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from hybridrag.pipeline.fusion import FusedItem
+from hybridrag.pipeline.highlight import best_sentence, fragment, term_matches
+from hybridrag.pipeline.loaded_index import LoadedIndex
+from hybridrag.pipeline.ranking import STRATEGIES
+from hybridrag.pipeline.retrievers import Candidate
+from hybridrag.schemas.search import (
+    Highlight,
+    HighlightOffset,
+    RelevanceScore,
+    SearchRequest,
+    SearchResultContent,
+    SearchResultItem,
+    SearchResultSources,
+)
+
+CONTEXT_CHARS = 300
+
+
+def text_of(index: LoadedIndex, item_id: str) -> str:
+    chunk = index.chunks.get(item_id)
+    if chunk is not None:
+        title = index.documents[chunk.doc_id].title
+        return f"{title}\n{chunk.text}" if title else chunk.text
+    graph = index.retrievers["graph"].graph  # type: ignore[attr-defined]
+    if item_id in graph.entity_index:
+        e = graph.entities[graph.entity_index[item_id]]
+        return f"{e.name}: {e.description}"
+    return str(graph.community_by_id[item_id].report)
+
+
+def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResultSources:
+    """The chunk's entities, their most common community and the relations among them."""
+    retriever = index.retrievers.get("graph")
+    if retriever is None:
+        return SearchResultSources(
+            chunk_id=chunk_id, file_id=file_id, entity_ids=[], community_id=None, relation_ids=[]
+        )
+    graph = retriever.graph  # type: ignore[attr-defined]
+    entity_ids = graph.entities_of_chunk.get(chunk_id, [])[:20]
+    communities = Counter(graph.community_of[e] for e in entity_ids if e in graph.community_of)
+    community = min(communities, key=lambda c: (-communities[c], c)) if communities else None
+    relation_ids = [
+        rid
+        for e in entity_ids
+        for rid in graph.relations_of.get(e, [])
+        if chunk_id in graph.relation_chunks.get(rid, ())
+    ]
+    return SearchResultSources(
+        chunk_id=chunk_id,
+        file_id=file_id,
+        entity_ids=entity_ids,
+        community_id=community,
+        relation_ids=list(dict.fromkeys(relation_ids))[:20],
+    )
+
+
+def graph_item(
+    index: LoadedIndex,
+    fused: FusedItem,
+    by_strategy: dict[str, dict[str, Candidate]],
+    request: SearchRequest,
+) -> SearchResultItem:
+    """An entity or community result: readable content and its sources in the graph."""
+    retriever = index.retrievers["graph"]
+    graph = retriever.graph  # type: ignore[attr-defined]
+    candidate = by_strategy.get("graph", {}).get(fused.id)
+    graph_score = candidate.score if candidate else 0.0
+    kind: Literal["entity", "community"]
+    if fused.id in graph.entity_index:
+        e = graph.entities[graph.entity_index[fused.id]]
+        relation_ids = graph.relations_of.get(e.id, [])[:10]
+        content = SearchResultContent(
+            text=f"{e.name} ({e.type}): {e.description}",
+            summary=e.description,
+            context_before=None,
+            context_after=None,
+        )
+        sources = SearchResultSources(
+            chunk_id=None,
+            file_id=e.file_ids[0] if e.file_ids else None,
+            entity_ids=[e.id],
+            community_id=graph.community_of.get(e.id),
+            relation_ids=relation_ids,
+        )
+        meta: dict[str, Any] = {
+            "title": e.name,
+            "entityType": e.type,
+            "aliases": e.aliases,
+            "mentions": e.mentions,
+            "chunkIds": e.chunk_ids[:20],
+            "fileIds": e.file_ids,
+        }
+        kind = "entity"
+    else:
+        c = graph.community_by_id[fused.id]
+        content = SearchResultContent(text=c.report, summary=c.title, context_before=None, context_after=None)
+        sources = SearchResultSources(
+            chunk_id=None,
+            file_id=None,
+            entity_ids=c.entity_ids[:20],
+            community_id=c.id,
+            relation_ids=c.relation_ids[:20],
+        )
+        meta = {
+            "title": c.title,
+            "level": c.level,
+            "entities": len(c.entity_ids),
+            "chunkIds": c.chunk_ids[:20],
+            "fileIds": c.file_ids,
+        }
+        kind = "community"
+    meta["ranks"] = dict(fused.ranks)
+    return SearchResultItem(
+        id=fused.id,
+        type=kind,
+        score=unit(fused.score),
+        relevance=relevance(fused.score, graph_score),
+        content=content,
+        highlights=[],
+        sources=sources,
+        metadata=meta if request.options.include_metadata else None,
+    )
+
+
+def result_item(
+    index: LoadedIndex,
+    fused: FusedItem,
+    by_strategy: dict[str, dict[str, Candidate]],
+    query_tokens: set[str],
+    request: SearchRequest,
+    base_url: str,
+) -> SearchResultItem:
+    """A result item for a fused candidate: a chunk with highlights and context, or a graph item."""
+    chunk_id, score = fused.id, fused.score
+    if chunk_id not in index.chunks:
+        return graph_item(index, fused, by_strategy, request)
+    chunk = index.chunks[chunk_id]
+    doc = index.documents[chunk.doc_id]
+    per = {name: (by_strategy.get(name, {}).get(chunk_id)) for name in STRATEGIES}
+    matches = term_matches(chunk.text, query_tokens, index.analyzer) if query_tokens else []
+    highlights = []
+    if request.options.include_highlights and matches:
+        highlights.append(
+            Highlight(
+                field="text",
+                fragment=fragment(chunk.text, matches),
+                offsets=[HighlightOffset(start=m.start, end=m.end) for m in matches],
+            )
+        )
+    before = doc.text[max(0, chunk.start - CONTEXT_CHARS) : chunk.start].strip() or None
+    after = doc.text[chunk.end : chunk.end + CONTEXT_CHARS].strip() or None
+    metadata = None
+    if request.options.include_metadata:
+        metadata = {
+            "docId": doc.doc_id,
+            "title": doc.title,
+            "url": doc.url or f"{base_url}/v1/documents/{doc.doc_id}",
+            "sourceUrl": doc.url,
+            "date": doc.date,
+            "language": chunk.language,
+            "position": chunk.position,
+            "start": chunk.start,
+            "end": chunk.end,
+            "ranks": dict(fused.ranks),
+        }
+    return SearchResultItem(
+        id=chunk_id,
+        type="chunk",
+        score=unit(score),
+        relevance=RelevanceScore(
+            combined=unit(score),
+            keyword=unit(per["keyword"].score) if per["keyword"] else 0.0,
+            semantic=unit(per["semantic"].score) if per["semantic"] else 0.0,
+            graph=unit(per["graph"].score) if per["graph"] else 0.0,
+            rerank=None,
+            crag=None,
+        ),
+        content=SearchResultContent(
+            text=chunk.text,
+            summary=best_sentence(chunk.text, matches),
+            context_before=before,
+            context_after=after,
+        ),
+        highlights=highlights,
+        sources=chunk_sources(index, chunk_id, chunk.file_id),
+        metadata=metadata,
+    )
+
+
+def relevance(score: float, graph: float) -> RelevanceScore:
+    return RelevanceScore(
+        combined=unit(score), keyword=0.0, semantic=0.0, graph=unit(graph), rerank=None, crag=None
+    )
+
+
+def unit(x: float) -> float:
+    return float(min(1.0, max(0.0, x)))
