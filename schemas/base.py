@@ -31,9 +31,13 @@ class ContractModel(BaseModel):
         frozen=False,
     )
 
-    def to_wire(self) -> dict[str, Any]:
-        """Serialise to the camelCase JSON-compatible dict that goes on the wire."""
-        return self.model_dump(mode="json", by_alias=True)
+    def to_wire(self, exclude_unset: bool = False) -> dict[str, Any]:
+        """Serialise to the camelCase JSON-compatible dict that goes on the wire.
+
+        `exclude_unset` keeps only the fields the caller set: a client must not turn the contract's defaults
+        into explicit choices (explicit weights, for one, override the classifier's suggestion).
+        """
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=exclude_unset)
 
 
 T = TypeVar("T")

@@ -97,6 +97,14 @@ _MESSAGES: dict[str, Template] = {
         "Request body too large (limit {limit} bytes)",
     ),
     "invalid_utf8": ("UTF-8として解析できません", "Body is not valid UTF-8"),
+    "date_type": (
+        "日付は ISO 8601 形式の文字列である必要があります",
+        "A date must be an ISO 8601 string",
+    ),
+    "rerank_model_not_allowed": (
+        "リランクモデルは次のいずれかである必要があります: {allowed}",
+        "Rerank model must be one of: {allowed}",
+    ),
 }
 _FALLBACK: Template = ("入力が正しくありません", "Invalid input")
 
@@ -139,12 +147,20 @@ def _camel(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
+#: A problem document lists at most this many field errors (and says how many there were in all), so the
+#: size of an error body, and the work of writing it, does not grow with the size of a bad request.
+MAX_REPORTED_ERRORS = 20
+
+
 def translate_errors(
-    exc: ValidationError, lang: Language = "ja", prefix: tuple[str | int, ...] = ()
+    exc: ValidationError,
+    lang: Language = "ja",
+    prefix: tuple[str | int, ...] = (),
+    limit: int = MAX_REPORTED_ERRORS,
 ) -> list[ErrorDetail]:
-    """Translate every error of `exc`; locations are given with camelCase field names."""
+    """Translate the first `limit` errors of `exc`; locations are given with camelCase field names."""
     details = []
-    for err in exc.errors(include_url=False):
+    for err in exc.errors(include_url=False)[:limit]:
         loc = tuple(prefix) + tuple(
             # Literal/function validators add their own loc segments (e.g. "function-wrap[...]").
             part

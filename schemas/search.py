@@ -15,7 +15,7 @@ import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from hybridrag.schemas.base import (
@@ -30,6 +30,44 @@ from hybridrag.schemas.base import (
 
 WEIGHT_SUM_TOLERANCE = 0.01
 MAX_EMBEDDING_DIM = 4096
+# Bounds the seed's Zod schema leaves open, so that the work and the error body of a request stay bounded
+# by its meaning rather than its size (README, "Limits").
+MAX_FILE_IDS = 1000
+MAX_FILE_ID_CHARS = 512
+MAX_ENTITY_TYPES = 20
+MAX_ENTITY_TYPE_CHARS = 64
+MAX_STRATEGIES = 4
+MAX_MODEL_NAME_CHARS = 256
+MAX_TEXT_CHARS = 1000
+
+
+def utf16_length(text: str) -> int:
+    """The length JavaScript (and so Zod) gives a string: UTF-16 code units, 2 for an astral character."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def _js_max_length(limit: int) -> AfterValidator:
+    """Zod's `.max(n)` on a string counts UTF-16 units; Python counts code points. Check both ways."""
+
+    def check(text: str) -> str:
+        if utf16_length(text) > limit:
+            raise PydanticCustomError(
+                "string_too_long", "at most {max_length} characters", {"max_length": limit}
+            )
+        return text
+
+    return AfterValidator(check)
+
+
+def _no_number_dates(value: Any) -> Any:
+    # Lax datetime parsing would read 1704067200 as a Unix time; the contract's dates are dates, so on the
+    # JSON wire they must be ISO 8601 strings (Zod's z.date() rejects numbers too).
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise PydanticCustomError("date_type", "a date must be an ISO 8601 string")
+    return value
+
+
+QueryText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), _js_max_length(MAX_TEXT_CHARS)]
 
 Unit = Annotated[float, Field(ge=0, le=1)]
 FusionMethod = Annotated[Literal["score-rrf", "rrf"], _enum_error("enum_fusion")]
@@ -40,8 +78,8 @@ class DateRange(ContractModel):
     """dateRangeSchema: both ends nullable (open interval); start <= end when both are given."""
 
     # Lax here (unlike the rest of the contract) so that a plain ISO date such as "2024-01-01" is accepted.
-    start: Annotated[datetime | None, Field(strict=False)] = None
-    end: Annotated[datetime | None, Field(strict=False)] = None
+    start: Annotated[datetime | None, Field(strict=False), BeforeValidator(_no_number_dates)] = None
+    end: Annotated[datetime | None, Field(strict=False), BeforeValidator(_no_number_dates)] = None
 
     @model_validator(mode="after")
     def _start_before_end(self) -> DateRange:
@@ -81,8 +119,19 @@ def default_weights() -> SearchWeights:
 class SearchFilters(ContractModel):
     """searchFiltersSchema."""
 
-    file_ids: list[Annotated[str, Field(min_length=1)]] | None = None
-    entity_types: list[str] | None = None
+    file_ids: (
+        Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=MAX_FILE_ID_CHARS)]],
+            Field(max_length=MAX_FILE_IDS),
+        ]
+        | None
+    ) = None
+    entity_types: (
+        Annotated[
+            list[Annotated[str, Field(max_length=MAX_ENTITY_TYPE_CHARS)]], Field(max_length=MAX_ENTITY_TYPES)
+        ]
+        | None
+    ) = None
     date_range: DateRange | None = None
     min_relevance: Unit = 0.3
 
@@ -100,7 +149,7 @@ class SearchOptions(ContractModel):
     include_highlights: bool = True
     rerank_enabled: bool = True
     crag_enabled: bool = False
-    strategies: Annotated[list[SearchStrategy], Field(min_length=1)] = Field(
+    strategies: Annotated[list[SearchStrategy], Field(min_length=1, max_length=MAX_STRATEGIES)] = Field(
         default_factory=_default_strategies, json_schema_extra={"default": ["hybrid"]}
     )
     weights: SearchWeights = Field(
@@ -118,7 +167,7 @@ def _finite(values: list[float] | None) -> list[float] | None:
 class SearchQuery(ContractModel):
     """searchQuerySchema as it appears in a response: `type` is always resolved."""
 
-    text: Annotated[str, Field(min_length=1, max_length=1000)]
+    text: QueryText
     type: QueryType
     embedding: Annotated[list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM)] | None = None
     filters: SearchFilters = Field(default_factory=SearchFilters)
@@ -136,7 +185,7 @@ class RerankConfig(ContractModel):
     """rerankConfigSchema."""
 
     enabled: bool = True
-    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    model: Annotated[str, Field(max_length=MAX_MODEL_NAME_CHARS)] = "cross-encoder/ms-marco-MiniLM-L-6-v2"
     top_k: Annotated[int, Field(ge=1, le=100)] = 50
     batch_size: Annotated[int, Field(ge=1, le=32)] = 16
 
@@ -148,7 +197,7 @@ class SearchRequest(ContractModel):
     beats answering with nothing.
     """
 
-    text: Annotated[str, Field(min_length=1, max_length=1000)]
+    text: QueryText
     type: QueryType | None = None
     embedding: Annotated[list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM)] | None = None
     filters: SearchFilters = Field(default_factory=SearchFilters)

@@ -36,14 +36,19 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:  #
 
 
 @pytest.fixture(scope="session")
-def client(sample_index: Path, embedder) -> Iterator:  # type: ignore[no-untyped-def]
+def client(sample_index: Path, embedder, tiny_cross_encoder: Path) -> Iterator:  # type: ignore[no-untyped-def]
     from fastapi.testclient import TestClient
 
     from hybridrag.http.app import create_app
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.settings import Settings
 
-    settings = Settings(index_dir=sample_index, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(  # type: ignore[call-arg]
+        index_dir=sample_index,
+        embedding_model="minilm",
+        rerank_models={"tiny": str(tiny_cross_encoder)},  # the allow-list: requests name it "tiny"
+        _env_file=None,
+    )
     app = create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)
     with TestClient(app) as test_client:
         yield test_client
@@ -55,11 +60,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_server(app: Any, port: int | None = None) -> tuple[Any, str]:
+def _start_server(app: Any, port: int | None = None, header_timeout_s: float = 10.0) -> tuple[Any, str]:
     import uvicorn
 
+    from hybridrag.http.server import uvicorn_config
+
     port = port or free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, header_timeout_s, log_level="error"))
     threading.Thread(target=server.run, daemon=True).start()
     deadline = time.time() + 30
     while not server.started and time.time() < deadline:

@@ -92,7 +92,7 @@ def test_langchain_retriever(live_service: str) -> None:
 
     from hybridrag.client.adapters.langchain import HybridRagRetriever
 
-    retriever = HybridRagRetriever(base_url=live_service, search_options={"limit": 3})
+    retriever = HybridRagRetriever(base_url=live_service, k=3)
     docs = retriever.invoke("Who founded Sony?")
     assert 0 < len(docs) <= 3 and all(isinstance(d, Document) for d in docs)
     assert docs[0].page_content and 0 <= docs[0].metadata["score"] <= 1 and docs[0].metadata["url"]
@@ -109,6 +109,9 @@ def test_llamaindex_retriever(live_service: str) -> None:
     assert nodes[0].node.get_content() and nodes[0].score is not None and 0 <= nodes[0].score <= 1
     anodes = asyncio.run(retriever.aretrieve("新幹線"))
     assert [n.node.node_id for n in anodes] == [n.node.node_id for n in nodes]
+    # LlamaIndex's usual name for the number of results works too, with the other options kept.
+    top1 = HybridRagLlamaRetriever(base_url=live_service, similarity_top_k=1, filters={"minRelevance": 0})
+    assert len(top1.retrieve("新幹線")) == 1
 
 
 def test_pydantic_ai_tool(live_service: str) -> None:

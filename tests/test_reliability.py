@@ -120,11 +120,11 @@ def test_api_key_guards_every_data_endpoint_but_not_health(sample_index: Path) -
 
 HOSTILE = [
     {"text": "!@#$%^&*()" * 100},
-    {"text": "😀🎉🔥" * 333},
+    {"text": "😀🎉🔥" * 166},  # 996 UTF-16 units: just inside the bound as Zod counts it
     {"text": "トヨタ Toyota 生産方式 production system " * 20},
     {"text": "a", "options": {"limit": 100, "offset": 10**9}},
     {"text": "\u0000\u200b\ufeff x"},
-    {"text": "x", "filters": {"entityTypes": ["💥"] * 50, "fileIds": ["../../etc/passwd"]}},
+    {"text": "x", "filters": {"entityTypes": ["💥"] * 20, "fileIds": ["../../etc/passwd"]}},
     {"text": "x", "filters": {"dateRange": {"start": "0001-01-01", "end": "9999-12-31"}}},
 ]
 

@@ -34,7 +34,7 @@ def test_search_reranks_top_k(client: TestClient, tiny_cross_encoder: Path) -> N
         "text": "company founded in Tokyo",
         "filters": {"minRelevance": 0},
         "options": {"limit": 10, "strategies": ["keyword", "semantic"]},
-        "rerankConfig": {"model": str(tiny_cross_encoder), "topK": 6, "batchSize": 4},
+        "rerankConfig": {"model": "tiny", "topK": 6, "batchSize": 4},
     }
     data = client.post("/v1/search", json=body).json()
     assert not [n for n in data["notes"] if n["stage"] == "rerank"]
@@ -58,3 +58,35 @@ def test_unavailable_reranker_is_skipped_with_reason(client: TestClient) -> None
     ready = client.get("/readyz").json()
     assert ready["status"] == "ready"
     assert ready["components"]["reranker"]["required"] is False
+
+
+def test_only_allow_listed_models_are_loaded(client: TestClient, tiny_cross_encoder: Path) -> None:
+    # A path (even one holding a real model) or any other name is refused before anything is loaded.
+    for name in (str(tiny_cross_encoder), "/etc", "x" * 200, "../../secret"):
+        response = client.post(
+            "/v1/search",
+            json={"text": "Toyota", "rerankConfig": {"model": name}},
+            headers={"Accept-Language": "en"},
+        )
+        assert response.status_code == 422, name
+        (error,) = response.json()["errors"]
+        assert error["path"] == "rerankConfig.model" and error["code"] == "rerank_model_not_allowed"
+        assert "tiny" in error["message"] and "cross-encoder/ms-marco-MiniLM-L-6-v2" in error["message"]
+        assert name not in response.text
+    # A name longer than the contract's bound is a plain 422 too, and is not echoed either.
+    long = client.post("/v1/search", json={"text": "Toyota", "rerankConfig": {"model": "m" * 400_000}})
+    assert long.status_code == 422 and len(long.content) < 2_000
+
+
+def test_unavailable_allowed_model_notes_carry_our_own_message(tmp_path: Path) -> None:
+    pool = RerankerPool()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{not json")
+    with pytest.raises(RerankerUnavailable) as info:
+        pool.get("broken", str(tmp_path / "broken"))
+    assert str(info.value) == "cross-encoder 'broken' could not be loaded (see the server log)"
+    with pytest.raises(RerankerUnavailable, match="'gone' is not on this machine"):
+        pool.get("gone", str(tmp_path / "missing"))
+    with pytest.raises(RerankerUnavailable) as info:
+        pool.get("long", str(tmp_path / ("x" * 300)))  # the OS refuses the name itself
+    assert "Errno" not in str(info.value) and str(info.value).startswith("cross-encoder 'long'")

@@ -153,6 +153,7 @@ def serve(
 
     from hybridrag.http.app import create_app
     from hybridrag.http.observability import configure_logging
+    from hybridrag.http.server import uvicorn_config
     from hybridrag.pipeline.settings import Settings
 
     overrides: dict[str, object] = {}
@@ -174,7 +175,15 @@ def serve(
         f"(API docs at /docs; ready when /readyz says so)",
         err=True,
     )
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    config = uvicorn_config(
+        create_app(settings),
+        settings.host,
+        settings.port,
+        settings.header_timeout_s,
+        log_level="warning",
+        timeout_keep_alive=int(settings.keep_alive_s),
+    )
+    uvicorn.Server(config).run()
 
 
 @schema_app.command("export")

@@ -81,7 +81,7 @@ class _Core:
     @staticmethod
     def body(text: str | SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(text, SearchRequest):
-            return text.to_wire()
+            return text.to_wire(exclude_unset=True)
         request = {
             "text": text,
             **{
@@ -94,7 +94,7 @@ class _Core:
         if opts:
             request["options"] = opts
         # Validate here so a mistake is reported before any network round trip, with the same messages.
-        return SearchRequest.model_validate(request).to_wire()
+        return SearchRequest.model_validate(request).to_wire(exclude_unset=True)
 
     def batch_body(
         self,
@@ -104,17 +104,19 @@ class _Core:
     ) -> dict[str, Any]:
         """Each query is a string (with the shared `options`), a SearchRequest or a wire-format dict."""
         wire = [
-            SearchRequest.model_validate(q).to_wire() if isinstance(q, Mapping) else self.body(q, options)
+            SearchRequest.model_validate(q).to_wire(exclude_unset=True)
+            if isinstance(q, Mapping)
+            else self.body(q, options)
             for q in queries
         ]
         body: dict[str, Any] = {"queries": wire}
         if merge is True:
             body["merge"] = {}
         elif isinstance(merge, BatchMerge):
-            body["merge"] = merge.to_wire()
+            body["merge"] = merge.to_wire(exclude_unset=True)
         elif isinstance(merge, Mapping):
             body["merge"] = dict(merge)
-        return BatchSearchRequest.model_validate(body).to_wire()
+        return BatchSearchRequest.model_validate(body).to_wire(exclude_unset=True)
 
     def accept(self, response: httpx.Response | None) -> bool:
         """True when `response` is final (raising for a 4xx); False when the call should be retried."""

@@ -40,6 +40,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, ensure_ascii=False, default=str)
 
 
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 def configure_logging(level: str = "INFO", json_lines: bool = True) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(
@@ -99,5 +102,7 @@ async def metrics_middleware(
         metrics.in_flight.dec()
         route = request.scope.get("route")
         template = getattr(route, "path", None) or "unmatched"
-        metrics.requests.labels(request.method, template, str(status)).inc()
-        metrics.latency.labels(request.method, template).observe(time.perf_counter() - started)
+        # Label values come from fixed sets: a made-up method name must not mint a new time series.
+        method = request.method if request.method in KNOWN_METHODS else "OTHER"
+        metrics.requests.labels(method, template, str(status)).inc()
+        metrics.latency.labels(method, template).observe(time.perf_counter() - started)

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hybridrag.schemas.errors import ErrorDetail, message_for, pick_language
+from hybridrag.schemas.errors import MAX_REPORTED_ERRORS, ErrorDetail, message_for, pick_language
 
 log = logging.getLogger("hybridrag.http")
 PROBLEM_JSON = "application/problem+json"
@@ -56,6 +56,11 @@ class Problem(BaseModel):
     instance: str | None = None
     request_id: str | None = Field(None, alias="requestId")
     errors: list[ErrorDetail] = Field(default_factory=list)
+    error_count: int | None = Field(
+        None,
+        alias="errorCount",
+        description="How many field errors the request had; `errors` lists the first 20 of them.",
+    )
 
     model_config = {"populate_by_name": True, "serialize_by_alias": True}
 
@@ -69,9 +74,11 @@ class ProblemError(Exception):
         detail: str | None = None,
         errors: list[ErrorDetail] | None = None,
         headers: dict[str, str] | None = None,
+        error_count: int | None = None,
     ) -> None:
         super().__init__(detail or str(status))
         self.status, self.detail, self.errors, self.headers = status, detail, errors or [], headers
+        self.error_count = error_count if error_count is not None else (len(self.errors) or None)
 
 
 def problem_response(
@@ -80,6 +87,7 @@ def problem_response(
     detail: str | None = None,
     errors: list[ErrorDetail] | None = None,
     headers: dict[str, str] | None = None,
+    error_count: int | None = None,
 ) -> JSONResponse:
     lang = pick_language(request.headers.get("accept-language"))
     ja, en = _TITLES.get(status, ("エラー", "Error"))
@@ -91,6 +99,7 @@ def problem_response(
         instance=request.url.path,
         requestId=getattr(request.state, "request_id", None),
         errors=errors or [],
+        errorCount=error_count if error_count is not None else (len(errors) if errors else None),
     )
     return JSONResponse(
         body.model_dump(mode="json", by_alias=True),
@@ -108,7 +117,7 @@ def field_error(request: Request, path: str, code: str, ctx: dict[str, Any] | No
 def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(ProblemError)
     async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
-        return problem_response(request, exc.status, exc.detail, exc.errors, exc.headers)
+        return problem_response(request, exc.status, exc.detail, exc.errors, exc.headers, exc.error_count)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -119,13 +128,13 @@ def install_handlers(app: FastAPI) -> None:
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         lang = pick_language(request.headers.get("accept-language"))
         errors = []
-        for err in exc.errors():
+        for err in exc.errors()[:MAX_REPORTED_ERRORS]:
             loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "path", "query")]
             code = str(err.get("type", "value_error"))
             errors.append(
                 ErrorDetail(path=".".join(loc), message=message_for(code, lang, err.get("ctx")), code=code)
             )
-        return problem_response(request, 422, errors=errors)
+        return problem_response(request, 422, errors=errors, error_count=len(exc.errors()))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -80,8 +80,9 @@ def _observe(request: Request, result: SearchResult) -> None:
 
 async def read_json_body(request: Request, limit: int) -> bytes:
     """The raw body, refusing the wrong media type, oversized bodies and invalid UTF-8 with clear errors."""
-    ctype = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-    if ctype not in ("application/json", "") and not ctype.endswith("+json"):
+    # A body without a Content-Type is refused too: the media type is the caller's claim, never our guess.
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json" and not ctype.endswith("+json"):
         raise ProblemError(415, errors=[field_error(request, "body", "unsupported_media_type")])
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -102,12 +103,13 @@ async def read_json_body(request: Request, limit: int) -> bytes:
 
 
 def parse_body(body: bytes, lang: LanguageDep, model: type[M]) -> M:
+    """Validate `body` against `model`; run it off the event loop (a large body takes a while)."""
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:
         errors = translate_errors(exc, lang)
         status = 400 if any(e.code in ("json_invalid", "json_type") for e in errors) else 422
-        raise ProblemError(status, errors=errors) from None
+        raise ProblemError(status, errors=errors, error_count=exc.error_count()) from None
 
 
 @api.post(
@@ -119,7 +121,7 @@ def parse_body(body: bytes, lang: LanguageDep, model: type[M]) -> M:
 )
 async def search(request: Request, engine: EngineDep, lang: LanguageDep) -> Response:
     body = await read_json_body(request, engine.settings.max_body_bytes)
-    search_request = parse_body(body, lang, SearchRequest)
+    search_request = await run_in_threadpool(parse_body, body, lang, SearchRequest)
     try:
         result = await run_in_threadpool(engine.search, search_request, request.state.request_id)
     except NotReady as exc:
@@ -157,7 +159,7 @@ async def search_batch(request: Request, engine: EngineDep, index: IndexDep, lan
     """Every sub-query is answered from `index`, one version, even if `current` switches meanwhile."""
     started = time.perf_counter()
     body = await read_json_body(request, engine.settings.max_body_bytes)
-    batch = parse_body(body, lang, BatchSearchRequest)
+    batch = await run_in_threadpool(parse_body, body, lang, BatchSearchRequest)
     rid = request.state.request_id
 
     async def one(i: int, query: SearchRequest) -> BatchOutcome:

@@ -137,6 +137,14 @@ class SearchEngine(IndexLifecycle):
             total=total,
         )
 
+    def _check_rerank_model(self, request: SearchRequest) -> None:
+        """A request may name only a cross-encoder from the server's allow-list."""
+        allowed = self.settings.rerank_sources
+        if "model" in request.rerank_config.model_fields_set and request.rerank_config.model not in allowed:
+            raise InvalidSearch(
+                "rerankConfig.model", "rerank_model_not_allowed", {"allowed": ", ".join(sorted(allowed))}
+            )
+
     def rerank(self, request: SearchRequest, ranking: Ranking, deadline: float) -> dict[str, float]:
         """Reorder the top `rerankConfig.topK` of `ranking.kept` by a cross-encoder; returns the scores.
 
@@ -153,7 +161,7 @@ class SearchEngine(IndexLifecycle):
             ranking.notes.append(StageNote(stage="rerank", status="skipped", reason="time budget exceeded"))
             return {}
         try:
-            reranker = self._rerankers.get(name)
+            reranker = self._rerankers.get(name, self.settings.rerank_sources.get(name))
         except RerankerUnavailable as exc:
             ranking.notes.append(StageNote(stage="rerank", status="skipped", reason=str(exc)))
             return {}
@@ -206,6 +214,7 @@ class SearchEngine(IndexLifecycle):
         self, request: SearchRequest, request_id: str | None = None, index: LoadedIndex | None = None
     ) -> SearchResult:
         started = time.perf_counter()
+        self._check_rerank_model(request)
         ranking = self.rank(request, started + self.settings.search_budget_s, index=index)
         rerank_scores = self.rerank(request, ranking, started + self.settings.search_budget_s)
         index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept

@@ -7,6 +7,7 @@ folder, or a snapshot in the local Hugging Face cache. When neither exists, the 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+log = logging.getLogger("hybridrag.rerank")
 
 
 class Reranker(Protocol):
@@ -76,19 +79,28 @@ class RerankerPool:
         self._failures: dict[str, str] = {}
         self._lock = threading.Lock()
 
-    def get(self, name: str) -> Reranker:
+    def get(self, name: str, source: str | None = None) -> Reranker:
+        """The model called `name`, loaded from `source` (a local folder or HF cache id; default: `name`).
+
+        Only the server's configuration decides which names reach here (an allow-list), so the pool, and its
+        memory of failures, stays as small as that list. Failure messages are ours, never the loader's.
+        """
         with self._lock:
             if name in self._models:
                 return self._models[name]
             if name in self._failures:
                 raise RerankerUnavailable(self._failures[name])
             try:
-                model = CrossEncoderReranker(name)
-            except RerankerUnavailable as exc:
-                self._failures[name] = str(exc)
-                raise
+                model = CrossEncoderReranker(source or name)
+            except RerankerUnavailable:
+                self._failures[name] = (
+                    f"cross-encoder {name!r} is not on this machine (no such local folder, not in the local "
+                    "Hugging Face cache)"
+                )
+                raise RerankerUnavailable(self._failures[name]) from None
             except (OSError, ValueError) as exc:
-                self._failures[name] = f"cross-encoder {name!r} could not be loaded: {exc}"
+                log.warning("cross-encoder %r could not be loaded from %r: %s", name, source or name, exc)
+                self._failures[name] = f"cross-encoder {name!r} could not be loaded (see the server log)"
                 raise RerankerUnavailable(self._failures[name]) from exc
             self._models[name] = model
             return model

@@ -29,7 +29,23 @@ class Settings(BaseSettings):
         description="Cross-encoder used when a request does not name one: a local folder or a model in the "
         "local Hugging Face cache (never downloaded).",
     )
+    rerank_models: dict[str, str] = Field(
+        default_factory=dict,
+        description="Further cross-encoders a request may name in `rerankConfig.model`, as JSON "
+        '{"name": "local folder or Hugging Face cache id"}; `rerank_model` is always allowed. Any other '
+        "name is refused (422): a caller never makes the server probe or load a path of its choosing.",
+    )
     api_key: SecretStr | None = Field(None, description="When set, search and document endpoints need it.")
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="Close a connection whose request headers are not complete this many seconds after "
+        "they began (uvicorn has no such limit of its own).",
+    )
+    keep_alive_s: float = Field(
+        5.0, gt=0, le=300, description="Close kept-alive idle connections after this."
+    )
     max_body_bytes: int = Field(1_000_000, ge=1_024, description="Largest accepted request body.")
     search_budget_s: float = Field(
         10.0, gt=0, le=60, description="Time budget per search; stages that would overrun are skipped."
@@ -69,6 +85,11 @@ class Settings(BaseSettings):
     )
     log_level: str = Field("INFO")
     log_json: bool = Field(True, description="One JSON object per log line.")
+
+    @property
+    def rerank_sources(self) -> dict[str, str]:
+        """The allow-list of cross-encoder names a request may use, each with where it is loaded from."""
+        return {self.rerank_model: self.rerank_model, **self.rerank_models}
 
     @property
     def base_url(self) -> str:

@@ -14,7 +14,7 @@ from langchain_core.callbacks import (  # noqa: E402
 )
 from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from pydantic import ConfigDict, Field  # noqa: E402
+from pydantic import ConfigDict, Field, model_validator  # noqa: E402
 
 from hybridrag.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagClient  # noqa: E402
 from hybridrag.schemas.search import SearchResult  # noqa: E402
@@ -38,23 +38,47 @@ def to_documents(result: SearchResult) -> list[Document]:
 
 
 class HybridRagRetriever(BaseRetriever):
-    """`retriever.invoke("query")` -> Documents; `search_options` are the contract's options (limit, ...)."""
+    """`retriever.invoke("query")` -> at most `k` Documents.
+
+    `k` (LangChain's name for the number of documents) is the search's `limit`; `invoke(q, k=3)` overrides
+    it for one call. `search_options` are the contract's other options (strategies, filters, ...), sent as
+    given and nothing more, so the service's classifier still chooses the weights you did not set.
+    """
 
     base_url: str | None = None
     api_key: str | None = None
     timeout: float = DEFAULT_TIMEOUT
-    search_options: dict[str, Any] = Field(default_factory=lambda: {"limit": 5})
+    k: int = Field(5, ge=1, le=100)
+    search_options: dict[str, Any] = Field(default_factory=dict)
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
+    @model_validator(mode="after")
+    def _limit_is_k(self) -> HybridRagRetriever:
+        if "limit" in self.search_options:
+            raise ValueError("set the number of documents with k, not search_options['limit']")
+        return self
+
+    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(kwargs) - {"k"}
+        if unknown:
+            # LangChain forwards invoke()'s extra keywords; ignoring one silently would hide a mistake.
+            raise TypeError(f"unexpected search arguments: {sorted(unknown)} (only k is accepted)")
+        k = kwargs.get("k", self.k)
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
+            raise ValueError(f"k must be an integer from 1 to 100, got {k!r}")
+        return {**self.search_options, "limit": k}
+
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        options = self._options(kwargs)
         with HybridRagClient(self.base_url, self.api_key, self.timeout) as client:
-            return to_documents(client.search(query, **self.search_options))
+            return to_documents(client.search(query, **options))
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        options = self._options(kwargs)
         async with AsyncHybridRagClient(self.base_url, self.api_key, self.timeout) as client:
-            return to_documents(await client.search(query, **self.search_options))
+            return to_documents(await client.search(query, **options))

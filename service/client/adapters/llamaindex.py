@@ -37,7 +37,9 @@ class HybridRagLlamaRetriever(BaseRetriever):
     ) -> None:
         super().__init__()
         self._base_url, self._api_key, self._timeout = base_url, api_key, timeout
-        self._options = search_options or {"limit": 5}
+        if "similarity_top_k" in search_options:  # LlamaIndex's usual name for the number of results
+            search_options["limit"] = search_options.pop("similarity_top_k")
+        self._options = {"limit": 5, **search_options}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         with HybridRagClient(self._base_url, self._api_key, self._timeout) as client:

@@ -1,0 +1,64 @@
+"""Running the app under uvicorn, with a header-read timeout uvicorn lacks.
+
+uvicorn closes idle kept-alive connections (`timeout_keep_alive`) but waits forever for a request whose
+headers never finish arriving, so a client that stalls mid-headers holds a connection (and a file
+descriptor) as long as it likes. `HeaderTimeoutH11Protocol` closes a connection whose request headers are
+not complete `header_timeout_s` seconds after the first byte of the request (or after the connection
+opened). The whole request is bounded by that, however slowly the bytes trickle in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+class HeaderTimeoutH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, closing connections that do not finish their request headers in time."""
+
+    def __init__(self, *args: Any, header_timeout_s: float = 10.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.header_timeout_s = header_timeout_s
+        self._header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_timer()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is h11.IDLE:
+            # Part of a request's head has arrived (or, on a kept-alive connection, a new one has begun).
+            if self._header_timer is None:
+                self._arm_header_timer()
+        else:
+            self._cancel_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_timer()
+        super().connection_lost(exc)
+
+    def _arm_header_timer(self) -> None:
+        self._header_timer = self.loop.call_later(self.header_timeout_s, self._on_header_timeout)
+
+    def _cancel_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _on_header_timeout(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.logger.info("closing a connection whose request headers stalled")
+            self.transport.close()
+
+
+def uvicorn_config(app: Any, host: str, port: int, header_timeout_s: float, **kwargs: Any) -> uvicorn.Config:
+    """A uvicorn configuration that uses the header-timeout protocol (h11)."""
+    protocol = functools.partial(HeaderTimeoutH11Protocol, header_timeout_s=header_timeout_s)
+    return uvicorn.Config(app, host=host, port=port, http=protocol, **kwargs)  # type: ignore[arg-type]
