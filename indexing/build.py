@@ -7,6 +7,7 @@ chunk ids, so builds are idempotent.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import shutil
 import sys
@@ -68,6 +69,14 @@ class BuildConfig:
         return cls(**{k: v for k, v in manifest.get("config", {}).items() if k in known})
 
 
+class NothingToIndex(ValueError):
+    """The source held no readable document; `report.skipped` says what was found and why it was skipped."""
+
+    def __init__(self, report: SourceReport) -> None:
+        super().__init__(f"nothing to index: no readable document ({len(report.skipped)} item(s) skipped)")
+        self.report = report
+
+
 @dataclass(slots=True)
 class BuildSummary:
     version: str
@@ -106,7 +115,8 @@ def _no_progress(items: Iterable[Any], desc: str, total: int | None = None) -> I
 
 
 def make_chunks(doc: Document, config: BuildConfig) -> list[Chunk]:
-    spans = chunk_text(doc.text, config.chunk_size, config.chunk_overlap)
+    page_starts = doc.metadata.get("pageStarts") or []
+    spans = chunk_text(doc.text, config.chunk_size, config.chunk_overlap, breaks=page_starts)
     return [
         Chunk(
             chunk_id="c-" + content_hash(doc.doc_id, str(span.start), span.text),
@@ -117,9 +127,19 @@ def make_chunks(doc: Document, config: BuildConfig) -> list[Chunk]:
             end=span.end,
             text=span.text,
             language=doc.language,
+            pages=pages_of(page_starts, span.start, span.end),
         )
         for span in spans
     ]
+
+
+def pages_of(page_starts: list[int], start: int, end: int) -> list[int]:
+    """The 1-based pages that the span [start, end) lies on, given where each page starts."""
+    if not page_starts:
+        return []
+    first = bisect.bisect_right(page_starts, start)
+    last = bisect.bisect_right(page_starts, max(start, end - 1))
+    return list(range(max(1, first), max(1, last) + 1))
 
 
 def parse_date(value: str | None) -> datetime | None:
@@ -193,6 +213,9 @@ class IndexBuilder:
             stages = _Stages()
             with stages.timed("read"):
                 docs = _unique(self._progress(iter_documents(source, report), "read", None), report)
+            if not docs:
+                # An empty version would replace what is served with nothing: refuse, and say why.
+                raise NothingToIndex(report)
             return self._write(None, docs, set(), report, stages)
 
     def add(self, source: Path) -> BuildSummary:
@@ -205,6 +228,8 @@ class IndexBuilder:
             stages = _Stages()
             with stages.timed("read"):
                 docs = _unique(iter_documents(source, report), report)
+            if not docs:
+                raise NothingToIndex(report)
             return self._write(base, docs, {d.doc_id for d in docs}, report, stages)
 
     def delete(self, doc_ids: Sequence[str]) -> BuildSummary:

@@ -1,27 +1,29 @@
-"""Reading source documents: a folder of .md/.txt/.html/.jsonl files, or a BEIR `corpus.jsonl`.
+"""Reading source documents: a folder of .md/.txt/.html/.jsonl/.pdf/.docx files, or a BEIR `corpus.jsonl`.
 
-Bad input (an unreadable file, an invalid JSON line, an empty document) is reported with file and line and
-skipped; it never stops the build.
+Bad input (an unreadable, encrypted, image-only, damaged, empty or huge file, an invalid JSON line, an empty
+document) is reported with file and line and skipped; it never stops the build. PDF, DOCX and HTML go through
+`formats` (maintained extractors); plain text and Markdown are read here.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+from hybridrag.indexing.formats import BINARY_READERS, Unreadable, read_html
 from hybridrag.indexing.text import content_hash, detect_language
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 HTML_SUFFIXES = (".html", ".htm")
 JSONL_SUFFIXES = (".jsonl",)
-SUPPORTED_SUFFIXES = TEXT_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES + tuple(BINARY_READERS)
+#: Files larger than this are reported and skipped (a 200 MB PDF is a scan or a book; split it first).
+MAX_FILE_BYTES = 200 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -64,7 +66,9 @@ def iter_documents(source: Path, report: SourceReport) -> Iterator[Document]:
     if not source.is_dir():
         raise FileNotFoundError(f"source not found: {source}")
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
-        if path.suffix.lower() not in SUPPORTED_SUFFIXES or any(part.startswith(".") for part in path.parts):
+        # Hidden files and folders are skipped, judged below `source` (a source given as ../x is fine).
+        hidden = any(part.startswith(".") for part in path.relative_to(source).parts)
+        if path.suffix.lower() not in SUPPORTED_SUFFIXES or hidden:
             continue
         yield from _read_file(path, path.relative_to(source).as_posix(), report)
 
@@ -72,26 +76,41 @@ def iter_documents(source: Path, report: SourceReport) -> Iterator[Document]:
 def _read_file(path: Path, file_id: str, report: SourceReport) -> Iterator[Document]:
     suffix = path.suffix.lower()
     try:
-        raw = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size == 0:
+            raise Unreadable("empty file (0 bytes)")
+        if size > MAX_FILE_BYTES:
+            raise Unreadable(f"too large ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})")
+        if suffix in BINARY_READERS:
+            record = BINARY_READERS[suffix](path)
+            raw = ""
+        else:
+            raw = path.read_text(encoding="utf-8")
+            if suffix in JSONL_SUFFIXES:
+                yield from _read_jsonl(raw, path, file_id, report)
+                return
+            record = read_html(raw) if suffix in HTML_SUFFIXES else _read_text(raw)
+    except Unreadable as exc:
+        report.skipped.append(SkippedItem(str(path), None, str(exc)))
+        return
     except (OSError, UnicodeDecodeError) as exc:
         report.skipped.append(SkippedItem(str(path), None, f"unreadable: {exc}"))
         return
-    if suffix in JSONL_SUFFIXES:
-        yield from _read_jsonl(raw, path, file_id, report)
-        return
-    if suffix in HTML_SUFFIXES:
-        title, text = _html_to_text(raw)
-    else:
-        front = _FRONT_MATTER.match(raw)
-        text = raw[front.end() :] if front else raw
-        title = _markdown_title(text)
-    record: dict[str, Any] = {"title": title or path.stem, "text": text, "fileId": file_id}
-    record.update(_front_matter(raw))
+    record["title"] = record.get("title") or path.stem
+    record["fileId"] = file_id
+    if raw:
+        record.update(_front_matter(raw))
     doc = _make_document(record, file_id, explicit_id=None)
     if doc is None:
         report.skipped.append(SkippedItem(str(path), None, "empty document"))
         return
     yield doc
+
+
+def _read_text(raw: str) -> dict[str, Any]:
+    front = _FRONT_MATTER.match(raw)
+    text = raw[front.end() :] if front else raw
+    return {"title": _markdown_title(text), "text": text}
 
 
 def _read_jsonl(raw: str, path: Path, file_id: str, report: SourceReport) -> Iterator[Document]:
@@ -197,50 +216,3 @@ def _markdown_title(raw: str) -> str:
         if line.startswith("# "):
             return line[2:].strip()
     return ""
-
-
-class _TextExtractor(HTMLParser):
-    _SKIP = frozenset({"script", "style", "noscript", "template"})
-    _BLOCK = frozenset(
-        {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article"}
-    )
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title: list[str] = []
-        self._skip = 0
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self._SKIP:
-            self._skip += 1
-        elif tag == "title":
-            self._in_title = True
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._SKIP:
-            self._skip = max(0, self._skip - 1)
-        elif tag == "title":
-            self._in_title = False
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._skip:
-            return
-        if self._in_title:
-            self.title.append(data)
-        else:
-            self.parts.append(data)
-
-
-def _html_to_text(raw: str) -> tuple[str, str]:
-    parser = _TextExtractor()
-    parser.feed(raw)
-    parser.close()
-    text = re.sub(r"[ \t\r\f\v]+", " ", "".join(parser.parts))
-    text = re.sub(r"\n\s*\n+", "\n\n", text).strip()
-    return html.unescape(" ".join(parser.title).strip()), text

@@ -42,6 +42,7 @@ CHUNK_SCHEMA = pa.schema(
         ("text", pa.string()),
         ("language", pa.string()),
         ("entity_types", pa.list_(pa.string())),
+        ("pages", pa.list_(pa.int32())),  # 1-based pages the chunk lies on (PDF); empty when unpaged
     ]
 )
 
@@ -57,6 +58,7 @@ class Chunk:
     text: str
     language: str
     entity_types: list[str] = field(default_factory=list)
+    pages: list[int] = field(default_factory=list)
 
 
 def write_table(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
@@ -108,11 +110,13 @@ def chunk_row(chunk: Chunk) -> dict[str, Any]:
         "text": chunk.text,
         "language": chunk.language,
         "entity_types": list(chunk.entity_types),
+        "pages": list(chunk.pages),
     }
 
 
 def chunk_from_row(row: dict[str, Any]) -> Chunk:
-    return Chunk(**{k: row[k] for k in CHUNK_SCHEMA.names})
+    # Versions written before a column existed read it as its default (e.g. `pages` as unpaged).
+    return Chunk(**{k: row[k] for k in CHUNK_SCHEMA.names if row.get(k) is not None})
 
 
 MENTION_SCHEMA = pa.schema(

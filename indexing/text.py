@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 _JA_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f\u3005\u30fc]")
@@ -63,21 +65,31 @@ class ChunkSpan:
     text: str
 
 
-def chunk_text(text: str, size: int = 800, overlap: int = 120) -> list[ChunkSpan]:
+def chunk_text(text: str, size: int = 800, overlap: int = 120, breaks: Sequence[int] = ()) -> list[ChunkSpan]:
     """Pack whole sentences into chunks of at most `size` characters.
 
     Consecutive chunks share trailing sentences worth up to `overlap` characters, so a fact that straddles a
     boundary is still found whole in one chunk. A single sentence longer than `size` is cut at a space (or,
-    in Japanese, anywhere) so no chunk exceeds `size`.
+    in Japanese, anywhere) so no chunk exceeds `size`. `breaks` are offsets no chunk may cross (the starts of
+    a PDF's pages): the text between two breaks is chunked on its own, so every chunk lies on one page.
     """
     if size < 50:
         raise ValueError("chunk size must be at least 50 characters")
     if not 0 <= overlap < size:
         raise ValueError("chunk overlap must be >= 0 and smaller than the chunk size")
-    pieces: list[tuple[int, int]] = []
-    for start, end in split_sentences(text):
-        pieces.extend(_cut_long(text, start, end, size))
+    bounds = sorted({0, len(text), *(b for b in breaks if 0 < b < len(text))})
     chunks: list[ChunkSpan] = []
+    for lo, hi in itertools.pairwise(bounds):
+        for start, end in _chunk_range(text, lo, hi, size, overlap):
+            chunks.append(ChunkSpan(len(chunks), start, end, text[start:end]))
+    return chunks
+
+
+def _chunk_range(text: str, lo: int, hi: int, size: int, overlap: int) -> list[tuple[int, int]]:
+    pieces: list[tuple[int, int]] = []
+    for start, end in split_sentences(text[lo:hi]):
+        pieces.extend(_cut_long(text, lo + start, lo + end, size))
+    chunks: list[tuple[int, int]] = []
     i = 0
     while i < len(pieces):
         first = i
@@ -87,7 +99,7 @@ def chunk_text(text: str, size: int = 800, overlap: int = 120) -> list[ChunkSpan
         while i < len(pieces) and pieces[i][1] - start <= size:
             end = pieces[i][1]
             i += 1
-        chunks.append(ChunkSpan(len(chunks), start, end, text[start:end]))
+        chunks.append((start, end))
         if i >= len(pieces):
             break
         # Step back over whole sentences that fit in the overlap, but always make progress.

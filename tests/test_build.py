@@ -51,7 +51,8 @@ def write_corpus(folder: Path) -> Path:
     ]
     (folder / "d.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
     (folder / "e.md").write_bytes(b"\xff\xfe not utf-8 \xff")
-    (folder / "ignored.pdf").write_bytes(b"%PDF")
+    (folder / "ignored.bin").write_bytes(b"\x00binary")  # not a format we read: passed over silently
+    (folder / "bad.pdf").write_bytes(b"%PDF")  # a format we read, but damaged: reported
     return folder
 
 
@@ -74,7 +75,8 @@ def test_build_reads_every_format_and_reports_bad_input(tmp_path: Path, corpus: 
     assert "d.jsonl:5: a line must be a JSON object" in skipped
     assert "d.jsonl:6: invalid date 'yesterday'" in skipped
     assert "e.md: unreadable" in skipped
-    assert len(summary.skipped) == 5
+    assert "bad.pdf: damaged or truncated PDF" in skipped
+    assert len(summary.skipped) == 6
     docs = {r["doc_id"]: r for r in read_table(Path(summary.path) / DOCUMENTS).to_pylist()}
     assert docs["j1"]["url"] == "https://example.org/sony"
     assert docs["j3"]["date"] == "1937-08-28" and docs["j3"]["file_id"] == "toyota"

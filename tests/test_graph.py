@@ -253,3 +253,33 @@ def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) 
         expected = [_reference_passes(chunks[c], dates.get(c), filters) for c in ids]
         assert mask.tolist() == expected, filters
     assert any(retriever._mask(cases[6])) and not all(retriever._mask(cases[6]))
+
+
+def test_graph_hits_explain_the_walk_that_reached_them(client: TestClient, sample_index: Path) -> None:
+    graph, _ = GraphData.load(store.current_version(sample_index).path / "graph")
+    relations = {r.id: r for r in graph.relations}
+    entities = {e.id: e for e in graph.entities}
+    body = {
+        "text": "Who founded Sony?",
+        "options": {"strategies": ["graph"], "limit": 10},
+        "filters": {"minRelevance": 0},
+    }
+    data = client.post("/v1/search", json=body).json()
+    paths = [(r, r["metadata"]["graphPath"]) for r in data["results"] if r["metadata"].get("graphPath")]
+    assert len(paths) >= 3
+    assert any(len(p) >= 3 for _, p in paths), "some hit was reached through a related entity"
+    for result, path in paths:
+        seed, *rest = path
+        assert seed["seed"] is True and seed["type"] == "entity" and seed["name"] == "Sony"
+        previous = seed["id"]
+        for step in rest:
+            if step["type"] == "entity":  # each hop is a stored relation between the two entities
+                relation = relations[step["relationId"]]
+                assert {relation.source, relation.target} == {previous, step["id"]}
+                previous = step["id"]
+            else:  # the passage mentions the entity the walk arrived through
+                assert step == {"id": result["id"], "type": "chunk", "via": previous}
+                assert result["id"] in entities[previous].chunk_ids
+    # Keyword-only hits carry no graph path.
+    keyword = client.post("/v1/search", json={**body, "options": {"strategies": ["keyword"]}}).json()
+    assert all("graphPath" not in r["metadata"] for r in keyword["results"])

@@ -233,3 +233,23 @@ def bench_build(
     target = out or RESULTS / f"build-{name}-{embedding_model.replace('/', '_')}.json"
     write_results(target, report, markdown)
     typer.echo(markdown)
+
+
+@bench_app.command("extract")
+def bench_extract(
+    source: Annotated[Path, typer.Option("--source", help="A folder of PDFs (e.g. ../shared/data/pdf)")],
+    repeats: Annotated[int, typer.Option(min=1, help="Passes; the median is reported")] = 3,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Result JSON (a .md is written beside it)")
+    ] = None,
+) -> None:
+    """PDF text extraction, pypdf (used by the build) against pypdfium2: pages/s and text quality."""
+    from hybridrag.benchmarks.common import RESULTS, write_results
+    from hybridrag.benchmarks.extraction import run_extraction, to_markdown
+
+    if not source.is_dir():
+        raise typer.BadParameter(f"{source} is not a folder", param_hint="--source")
+    report = run_extraction(source, repeats)
+    markdown = to_markdown(report)
+    write_results(out or RESULTS / "extraction-pdf.json", report, markdown)
+    typer.echo(markdown)

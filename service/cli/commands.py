@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -53,6 +53,14 @@ def _print_summary(summary: dict[str, object], as_json: bool) -> None:
         typer.echo(f"  - {item}", err=True)
 
 
+def _nothing_indexed(exc: Exception) -> NoReturn:
+    """Say that nothing was indexed (and what was skipped, why), then exit non-zero; `current` is untouched."""
+    typer.echo(f"error: {exc}; the index was not changed", err=True)
+    for item in getattr(exc, "report").skipped[:50]:  # noqa: B009 - NothingToIndex, imported lazily
+        typer.echo(f"  - {item}", err=True)
+    raise typer.Exit(1)
+
+
 ModelOpt = Annotated[
     str,
     typer.Option(
@@ -64,7 +72,8 @@ ModelOpt = Annotated[
 @index_app.command("build")
 def index_build(
     source: Annotated[
-        Path, typer.Argument(help="A folder of .md/.txt/.html/.jsonl files or a BEIR corpus.jsonl")
+        Path,
+        typer.Argument(help="A folder of .md/.txt/.html/.jsonl/.pdf/.docx files, or a BEIR corpus.jsonl"),
     ],
     out: Annotated[Path, typer.Option("--out", help="Index directory (holds versions/ and current)")],
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
@@ -77,7 +86,7 @@ def index_build(
 ) -> None:
     """Build a new index version from SOURCE and switch `current` to it atomically."""
     offline()
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder, tqdm_progress
+    from hybridrag.indexing.build import BuildConfig, IndexBuilder, NothingToIndex, tqdm_progress
     from hybridrag.indexing.embedders import ModelUnavailable
 
     if not source.exists():
@@ -94,6 +103,8 @@ def index_build(
     except ModelUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except NothingToIndex as exc:
+        _nothing_indexed(exc)
     _print_summary(summary.as_dict(), as_json)
 
 
@@ -105,9 +116,13 @@ def index_add(
 ) -> None:
     """Add (or replace, by id) documents in a new version of the index."""
     offline()
-    from hybridrag.indexing.build import IndexBuilder
+    from hybridrag.indexing.build import IndexBuilder, NothingToIndex
 
-    _print_summary(IndexBuilder(index).add(source).as_dict(), as_json)
+    try:
+        summary = IndexBuilder(index).add(source)
+    except NothingToIndex as exc:
+        _nothing_indexed(exc)
+    _print_summary(summary.as_dict(), as_json)
 
 
 @index_app.command("delete")

@@ -203,7 +203,8 @@ async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> dict[
         "language": doc.language,
         "metadata": doc.metadata,
         "chunks": [
-            {"id": c.chunk_id, "position": c.position, "start": c.start, "end": c.end} for c in chunk_ids
+            {"id": c.chunk_id, "position": c.position, "start": c.start, "end": c.end, "pages": c.pages}
+            for c in chunk_ids
         ],
         "indexVersion": index.version_name,
     }
@@ -231,6 +232,7 @@ async def get_chunk(chunk_id: str, engine: EngineDep, index: IndexDep) -> dict[s
         "start": chunk.start,
         "end": chunk.end,
         "language": chunk.language,
+        "pages": chunk.pages,
         "previousId": siblings[at - 1].chunk_id if at > 0 else None,
         "nextId": siblings[at + 1].chunk_id if at + 1 < len(siblings) else None,
         "url": doc.url or f"{engine.settings.base_url}/v1/documents/{doc.doc_id}",

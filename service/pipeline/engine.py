@@ -219,10 +219,12 @@ class SearchEngine(IndexLifecycle):
         rerank_scores = self.rerank(request, ranking, started + self.settings.search_budget_s)
         index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
         by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}
+        trace = retrieved["graph"].trace if "graph" in retrieved else None
         page = kept[request.options.offset : request.options.offset + request.options.limit]
         query_tokens = set(index.keyword.query_terms(request.text)[0])
         items = [
-            result_item(index, f, by_strategy, query_tokens, request, self.settings.base_url) for f in page
+            result_item(index, f, by_strategy, query_tokens, request, self.settings.base_url, trace)
+            for f in page
         ]
         for item in items:
             if item.id in rerank_scores:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -30,6 +31,8 @@ DAMPING = 0.85
 ITERATIONS = 30
 MAX_NGRAM = 6
 ENTITY_RESULTS = 3
+PATH_HOPS = 3
+PATH_VISITS = 5000
 COMMUNITY_RESULTS = 3
 _WORDS = re.compile(r"[\w\-’'.]+")
 
@@ -53,6 +56,7 @@ class GraphIndex:
     entities_of_chunk: dict[str, list[str]]
     relation_chunks: dict[str, frozenset[str]]
     community_by_id: dict[str, Community]
+    neighbours: list[list[tuple[int, str]]]  # entity -> (neighbour entity, relation id), strongest first
 
     @classmethod
     def load(cls, folder: Path, chunk_order: list[str]) -> GraphIndex:
@@ -89,6 +93,10 @@ class GraphIndex:
         for e in sorted(graph.entities, key=lambda e: (-e.mentions, e.id)):
             for cid in e.chunk_ids:
                 entities_of_chunk.setdefault(cid, []).append(e.id)
+        neighbours: list[list[tuple[int, str]]] = [[] for _ in range(n)]
+        for r in sorted(graph.relations, key=lambda r: (-r.count, r.id)):
+            neighbours[index[r.source]].append((index[r.target], r.id))
+            neighbours[index[r.target]].append((index[r.source], r.id))
         return cls(
             graph.entities,
             graph.relations,
@@ -105,6 +113,7 @@ class GraphIndex:
             entities_of_chunk,
             {r.id: frozenset(r.chunk_ids) for r in graph.relations},
             {c.id: c for c in graph.communities},
+            neighbours,
         )
 
     def match(self, text: str, analyzer: Analyzer, extra: tuple[str, ...] = ()) -> list[int]:
@@ -146,6 +155,75 @@ class GraphIndex:
                 break
             r = nxt
         return r
+
+
+@dataclass(frozen=True, slots=True)
+class GraphTrace:
+    """What the walk of one query was: its seed entities and the PageRank mass it left on each entity."""
+
+    seeds: tuple[int, ...]
+    mass: np.ndarray
+
+    def path_to_entity(self, graph: GraphIndex, target: int) -> list[tuple[int, str | None]]:
+        """A shortest chain of relations from a seed to `target`: [(seed, None), (entity, relation id), ...].
+
+        Breadth-first over the relation graph, neighbours in order of the mass the walk gave them, so the
+        chain shown is one the walk actually weighted; at most `PATH_HOPS` relations and `PATH_VISITS`
+        entities are looked at, so a path costs microseconds even around hub entities.
+        """
+        if target in self.seeds:
+            return [(target, None)]
+        parent: dict[int, tuple[int, str]] = {}
+        frontier = sorted(self.seeds, key=lambda s: -self.mass[s])
+        seen = set(frontier)
+        for _ in range(PATH_HOPS):
+            nxt: list[int] = []
+            for node in frontier:
+                for neighbour, relation in graph.neighbours[node]:
+                    if neighbour in seen or self.mass[neighbour] <= 0:
+                        continue
+                    seen.add(neighbour)
+                    parent[neighbour] = (node, relation)
+                    if neighbour == target:
+                        chain: list[tuple[int, str | None]] = []
+                        at: int = target
+                        while at in parent:
+                            prev, rel = parent[at]
+                            chain.append((at, rel))
+                            at = prev
+                        chain.append((at, None))
+                        return chain[::-1]
+                    nxt.append(neighbour)
+                    if len(seen) >= PATH_VISITS:
+                        return []
+            frontier = sorted(nxt, key=lambda s: -self.mass[s])
+        return []
+
+    def path(self, graph: GraphIndex, item_id: str) -> list[dict[str, Any]]:
+        """The walk that reached a graph result, seed first: entities (with the relation that led to each),
+        then the chunk itself for a chunk. Empty when no chain within reach explains it."""
+        if item_id in graph.entity_index:
+            target, chunk_id = graph.entity_index[item_id], None
+        elif item_id in graph.chunk_index:
+            row = graph.incidence.getrow(graph.chunk_index[item_id])
+            if row.nnz == 0:
+                return []
+            target = int(row.indices[np.argmax(self.mass[row.indices])])
+            chunk_id = item_id
+        else:
+            return []
+        steps: list[dict[str, Any]] = []
+        for position, (idx, relation) in enumerate(self.path_to_entity(graph, target)):
+            e = graph.entities[idx]
+            step: dict[str, Any] = {"id": e.id, "type": "entity", "name": e.name, "entityType": e.type}
+            if position == 0:
+                step["seed"] = True
+            else:
+                step["relationId"] = relation
+            steps.append(step)
+        if steps and chunk_id is not None:
+            steps.append({"id": chunk_id, "type": "chunk", "via": steps[-1]["id"]})
+        return steps
 
 
 def _seconds(value: datetime | None) -> float:
@@ -225,8 +303,10 @@ class GraphRetriever:
         seeds = g.match(query.text, self._analyzer, query.entities)
         total = 0
         mask = self._mask(filters) if filters.active else None
+        trace = None
         if seeds:
             mass = g.pagerank(seeds)
+            trace = GraphTrace(tuple(seeds), mass)
             chunk_scores = g.incidence @ mass
             top = float(chunk_scores.max()) if len(chunk_scores) else 0.0
             eligible = chunk_scores > 0
@@ -276,4 +356,4 @@ class GraphRetriever:
         # community reports lead for global questions.
         ordered = chunk_hits[:10] + entity_hits + chunk_hits[10:]
         ordered = community_hits + ordered if query.query_type == "global" else ordered + community_hits
-        return Retrieved(ordered[:limit], total, notes)
+        return Retrieved(ordered[:limit], total, notes, trace)

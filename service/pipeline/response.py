@@ -65,11 +65,20 @@ def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResu
     )
 
 
+def graph_path(index: LoadedIndex, trace: Any, item_id: str) -> list[dict[str, Any]]:
+    """The walk (seed -> entity -> passage) that brought a graph result, from the graph's trace."""
+    if trace is None or "graph" not in index.retrievers:
+        return []
+    path: list[dict[str, Any]] = trace.path(index.retrievers["graph"].graph, item_id)  # type: ignore[attr-defined]
+    return path
+
+
 def graph_item(
     index: LoadedIndex,
     fused: FusedItem,
     by_strategy: dict[str, dict[str, Candidate]],
     request: SearchRequest,
+    trace: Any = None,
 ) -> SearchResultItem:
     """An entity or community result: readable content and its sources in the graph."""
     retriever = index.retrievers["graph"]
@@ -121,6 +130,8 @@ def graph_item(
         }
         kind = "community"
     meta["ranks"] = dict(fused.ranks)
+    if kind == "entity" and candidate is not None:
+        meta["graphPath"] = graph_path(index, trace, fused.id)
     return SearchResultItem(
         id=fused.id,
         type=kind,
@@ -140,11 +151,16 @@ def result_item(
     query_tokens: set[str],
     request: SearchRequest,
     base_url: str,
+    trace: Any = None,
 ) -> SearchResultItem:
-    """A result item for a fused candidate: a chunk with highlights and context, or a graph item."""
+    """A result item for a fused candidate: a chunk with highlights and context, or a graph item.
+
+    `trace` is the graph retriever's account of its walk; a hit the graph found carries the path that
+    reached it in `metadata.graphPath` (seed entity -> related entities -> the passage).
+    """
     chunk_id, score = fused.id, fused.score
     if chunk_id not in index.chunks:
-        return graph_item(index, fused, by_strategy, request)
+        return graph_item(index, fused, by_strategy, request, trace)
     chunk = index.chunks[chunk_id]
     doc = index.documents[chunk.doc_id]
     per = {name: (by_strategy.get(name, {}).get(chunk_id)) for name in STRATEGIES}
@@ -160,12 +176,14 @@ def result_item(
         )
     before = doc.text[max(0, chunk.start - CONTEXT_CHARS) : chunk.start].strip() or None
     after = doc.text[chunk.end : chunk.end + CONTEXT_CHARS].strip() or None
-    metadata = None
+    metadata: dict[str, Any] | None = None
     if request.options.include_metadata:
+        url = doc.url or f"{base_url}/v1/documents/{doc.doc_id}"
         metadata = {
             "docId": doc.doc_id,
             "title": doc.title,
-            "url": doc.url or f"{base_url}/v1/documents/{doc.doc_id}",
+            # A paged document's hit points at its page (PDF viewers honour #page=N), so an agent can cite it.
+            "url": f"{url}#page={chunk.pages[0]}" if chunk.pages else url,
             "sourceUrl": doc.url,
             "date": doc.date,
             "language": chunk.language,
@@ -174,6 +192,11 @@ def result_item(
             "end": chunk.end,
             "ranks": dict(fused.ranks),
         }
+        if per["graph"] is not None:
+            metadata["graphPath"] = graph_path(index, trace, chunk_id)
+        if chunk.pages:
+            metadata["page"] = chunk.pages[0]
+            metadata["pages"] = list(chunk.pages)
     return SearchResultItem(
         id=chunk_id,
         type="chunk",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -39,6 +39,8 @@ class Retrieved:
     candidates: list[Candidate]
     total: int
     notes: list[str] = field(default_factory=list)
+    # What a retriever can say afterwards about how it reached a candidate (the graph's walk); optional.
+    trace: Any = None
 
 
 class Retriever(Protocol):
