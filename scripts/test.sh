@@ -6,6 +6,12 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Tests never touch the network: models come from installed packages.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# The playground's browser tests drive Debian's Chromium; install it when missing and we may (CI runs as root).
+# A Japanese font (IPA Gothic, 12 MB) lets its screenshots show Japanese rather than empty boxes.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+  && { ! command -v chromium >/dev/null 2>&1 || [ ! -d /usr/share/fonts/opentype/ipafont-gothic ]; }; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-ipafont-gothic >/dev/null
+fi
 # The Zod contract check runs the seed's schemas with zod 3 under node (skipped, with the reason, without node).
 if command -v npm >/dev/null 2>&1; then
   npm ci --prefix tests/zod --no-audit --no-fund --silent

@@ -17,6 +17,7 @@ from hybridrag.http.observability import configure_logging, metrics_middleware, 
 from hybridrag.http.problems import install_handlers
 from hybridrag.http.ratelimit import RateLimiter
 from hybridrag.http.routes import api, health
+from hybridrag.http.ui import mount_ui
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
 from hybridrag.schemas.base import SCHEMA_VERSION
@@ -76,6 +77,7 @@ def create_app(
     install_handlers(app)
     app.include_router(health)
     app.include_router(api)
+    mount_ui(app)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
