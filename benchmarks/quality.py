@@ -133,7 +133,10 @@ def run_quality(
     baseline: bool = True,
     rerank: bool = True,
     rerank_model: str | None = None,
+    encoders: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """`encoders`: further query encoders (e.g. "onnx") to run `semantic` and `hybrid` with, over the same
+    index (built by torch), as rows "semantic[onnx]", "hybrid[onnx]": the quality cost of the fast path."""
     from hybridrag.indexing.build import BuildConfig
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.settings import Settings
@@ -181,6 +184,21 @@ def run_quality(
             }
         else:
             skipped["hybrid+rerank"] = status.detail if status is not None else "no reranker component"
+    engine.close()
+    for encoder in encoders:
+        fast = SearchEngine(settings.model_copy(update={"encoder": encoder}))
+        fast.start()
+        if not fast.components["embedder"].ready:
+            skipped[f"semantic[{encoder}]"] = fast.components["embedder"].detail
+            continue
+        for name in ("semantic", "hybrid"):
+            run, latencies = run_strategy(fast, dataset, [name], None)
+            results[f"{name}[{encoder}]"] = {
+                "metrics": evaluate(dataset.qrels, run),
+                "p50ms": round(percentile(latencies, 50), 2),
+                "p95ms": round(percentile(latencies, 95), 2),
+            }
+        fast.close()
     if baseline:
         run, latencies = bm25s_baseline(dataset)
         results["bm25s (reference)"] = {
@@ -188,7 +206,6 @@ def run_quality(
             "p50ms": round(percentile(latencies, 50), 2),
             "p95ms": round(percentile(latencies, 95), 2),
         }
-    engine.close()
     return {
         "benchmark": "quality",
         "dataset": dataset.name,

@@ -346,7 +346,14 @@ class IndexBuilder:
                     )
             with stages.timed("vectors"):
                 ann = vw.finish()
-            embedding = {"model": config.embedding_model, "name": embedder.name, "dim": embedder.dim, **ann}
+            embedding = {
+                "model": config.embedding_model,
+                "name": embedder.name,
+                "dim": embedder.dim,
+                # Which runtime embedded the passages (torch or onnx-int8); any of them can query the index.
+                "encoder": getattr(embedder, "encoder", "torch"),
+                **ann,
+            }
 
         graph_counts: dict[str, int] | None = None
         if config.graph:

@@ -46,6 +46,8 @@ class ModelSpec:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from a local folder, once."""
 
+    encoder = "torch"
+
     def __init__(self, spec: ModelSpec, batch_size: int = 32, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -136,5 +138,21 @@ def model_spec(name: str) -> ModelSpec:
     )
 
 
-def load_embedder(name: str, **kwargs: Any) -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(model_spec(name), **kwargs)
+#: How a model is run: "torch" (sentence-transformers), "onnx" (its ONNX export, int8 or fp32, see
+#: onnx_encoder.py; an error when not exported), or "auto" (the export when there is one, else torch).
+ENCODERS = ("torch", "onnx", "auto")
+
+
+def load_embedder(name: str, encoder: str = "torch", **kwargs: Any) -> Embedder:
+    if encoder not in ENCODERS:
+        raise ModelUnavailable(f"unknown encoder {encoder!r}: use one of {', '.join(ENCODERS)}")
+    spec = model_spec(name)
+    if encoder != "torch":
+        from hybridrag.indexing.onnx_encoder import OnnxEmbedder
+
+        try:
+            return OnnxEmbedder(spec)
+        except ModelUnavailable:
+            if encoder == "onnx":
+                raise
+    return SentenceTransformerEmbedder(spec, **kwargs)

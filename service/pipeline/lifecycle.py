@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from hybridrag.indexing import store
 from hybridrag.indexing.embedders import Embedder, ModelUnavailable, load_embedder
+from hybridrag.pipeline.batching import BatchingEmbedder
 from hybridrag.pipeline.loaded_index import LoadedIndex, load_index
 from hybridrag.pipeline.rerank import RerankerPool, RerankerUnavailable
 from hybridrag.pipeline.settings import Settings
@@ -59,15 +60,23 @@ class IndexLifecycle:
             threadpool_limits(limits=self.settings.blas_threads, user_api="blas")
         if self.settings.load_embedder and self._embedder is None:
             try:
-                self._embedder = load_embedder(self.settings.embedding_model)
+                self._embedder = load_embedder(self.settings.embedding_model, self.settings.encoder)
                 self._embedder.embed_queries(["warm-up"])
-                self.components["embedder"] = ComponentStatus(True, f"{self.settings.embedding_model} loaded")
+                encoder = getattr(self._embedder, "encoder", "torch")
+                self.components["embedder"] = ComponentStatus(
+                    True, f"{self.settings.embedding_model} loaded ({encoder})"
+                )
             except (ModelUnavailable, OSError, ValueError) as exc:
                 self.components["embedder"] = ComponentStatus(False, str(exc))
         elif self._embedder is not None:
             self.components["embedder"] = ComponentStatus(True, f"{self._embedder.name} loaded")
         else:
             self.components["embedder"] = ComponentStatus(True, "disabled by configuration")
+        if self._embedder is not None and not isinstance(self._embedder, BatchingEmbedder):
+            # Concurrent searches share encoder calls instead of queueing behind a lock one by one.
+            self._embedder = BatchingEmbedder(
+                self._embedder, self.settings.query_batch_max, self.settings.query_batch_window_ms / 1000
+            )
         try:
             self._rerankers.get(self.settings.rerank_model)
             self.components["reranker"] = ComponentStatus(True, f"{self.settings.rerank_model} loaded", False)
@@ -123,6 +132,8 @@ class IndexLifecycle:
     def close(self) -> None:
         self._stop.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(self._embedder, BatchingEmbedder):
+            self._embedder.close()
 
     @property
     def ready(self) -> bool:

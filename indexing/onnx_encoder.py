@@ -1,0 +1,220 @@
+"""A faster encoder with the same vectors: the installed model exported to ONNX, int8-quantised per channel
+when that keeps the vectors (else kept in fp32), run by onnxruntime.
+
+Why not sentence-transformers' own `backend="onnx"` / `"openvino"`: both go through Optimum, and on this
+stack every Optimum release either downgrades transformers below what sentence-transformers 6 needs
+(optimum-onnx 0.1) or pulls another torch build (optimum-intel). So the export is torch's own
+`torch.onnx.export` and onnxruntime's `quantize_dynamic`, done once by `hybridrag models install`, and this
+module runs the exported graph: the model folder's own tokenizer (`tokenizers`), mean pooling and L2
+normalisation, exactly what the sentence-transformers pipeline does (checked: `POOLING` below).
+
+An export is only kept if its vectors agree with the torch model's on a fixed English/Japanese sample
+(cosine >= `MIN_COSINE`); the figure is written to `export.json` beside the model. Queries encoded here
+search indexes built by the torch path (same model name, vectors within that tolerance).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybridrag.indexing.embedders import ModelSpec, ModelUnavailable, default_models_dir
+
+ENCODER_NAME = "onnx"
+MIN_COSINE = 0.99
+OPSET = 17
+SAMPLE = (
+    "Who founded Sony?",
+    "Sakichi Toyoda invented the Type G automatic loom in 1924 in Nagoya, Japan.",
+    "トヨタ自動車を設立したのは誰ですか",
+    "豊田佐吉は自動織機を発明した。トヨタ自動車は一九三七年に設立された。",
+    "Marie Curie discovered radium and polonium; she won two Nobel prizes.",
+    "The Tokaido Shinkansen opened in 1964 between Tokyo and Shin-Osaka.",
+    "湯川秀樹は中間子の存在を予言し、日本人として初めてノーベル賞を受賞した。",
+    "Ada Lovelace wrote the first published algorithm for Babbage's Analytical Engine.",
+)
+
+
+def onnx_dir(name: str) -> Path:
+    """Where the export of a registered model lives (beside the converted models, never in site-packages)."""
+    return default_models_dir() / "onnx" / name
+
+
+def _pooling(model_path: Path) -> str:
+    config = model_path / "1_Pooling" / "config.json"
+    if not config.is_file():
+        return "mean"
+    data = json.loads(config.read_text("utf-8"))
+    if data.get("pooling_mode"):
+        return str(data["pooling_mode"])
+    return "mean" if data.get("pooling_mode_mean_tokens", True) else "other"
+
+
+def _max_length(model_path: Path) -> int:
+    config = model_path / "sentence_bert_config.json"
+    if config.is_file():
+        return int(json.loads(config.read_text("utf-8")).get("max_seq_length", 512))
+    return 512
+
+
+def export_onnx(spec: ModelSpec, target: Path | None = None) -> dict[str, Any]:
+    """Export `spec`'s model to `target` (int8, per-channel) and check it against torch; returns export.json."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from transformers import AutoModel
+
+    from hybridrag.indexing.embedders import SentenceTransformerEmbedder
+
+    source = spec.resolve()
+    if _pooling(source) != "mean":
+        raise ModelUnavailable(
+            f"{spec.name}: only mean-pooled models are exported (found {_pooling(source)})"
+        )
+    target = target or onnx_dir(spec.name)
+    model = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
+
+    class LastHidden(torch.nn.Module):
+        # transformers 5 wants keyword arguments (positional export fails on `use_cache`).
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    staging = Path(
+        tempfile.mkdtemp(prefix="onnx-export-", dir=target.parent if target.parent.exists() else None)
+    )
+    try:
+        fp32 = staging / "model-fp32.onnx"
+        dummy = torch.ones(2, 8, dtype=torch.long)
+        axes = {0: "batch", 1: "tokens"}
+        torch.onnx.export(
+            LastHidden(model),
+            (dummy, dummy),
+            str(fp32),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
+            opset_version=OPSET,
+            dynamo=False,
+        )
+        int8 = staging / "model-int8.onnx"
+        quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+        shutil.copy(source / "tokenizer.json", staging / "tokenizer.json")
+        reference = SentenceTransformerEmbedder(spec)
+        max_length = _max_length(source)
+        # int8 when it keeps the vectors (cosine >= MIN_COSINE on the sample), else fp32, which is exact.
+        agreement: dict[str, float] = {}
+        for precision, candidate_file in (("int8", int8), ("fp32", fp32)):
+            shutil.copy(candidate_file, staging / "model.onnx")
+            (staging / "export.json").write_text(json.dumps({"maxLength": max_length}), "utf-8")
+            candidate = OnnxEmbedder(spec, staging)
+            cosines = np.concatenate(
+                [
+                    (reference.embed_queries(SAMPLE) * candidate.embed_queries(SAMPLE)).sum(axis=1),
+                    (reference.embed_passages(SAMPLE) * candidate.embed_passages(SAMPLE)).sum(axis=1),
+                ]
+            )
+            agreement[precision] = round(float(cosines.min()), 5)
+            if cosines.min() >= MIN_COSINE:
+                break
+        else:
+            raise ModelUnavailable(
+                f"{spec.name}: no ONNX export agrees with torch to cosine {MIN_COSINE} ({agreement}); "
+                "not installed"
+            )
+        int8.unlink()
+        fp32.unlink()
+        info = {
+            "model": spec.name,
+            "source": str(source),
+            "encoder": f"{ENCODER_NAME}-{precision}",
+            "precision": precision,
+            "opset": OPSET,
+            "quantization": "onnxruntime quantize_dynamic, QInt8 weights, per channel"
+            if precision == "int8"
+            else f"none: int8 agreed with torch only to cosine {agreement['int8']}",
+            "pooling": "mean",
+            "maxLength": max_length,
+            "dim": candidate.dim,
+            "minCosineVsTorch": agreement[precision],
+            "meanCosineVsTorch": round(float(cosines.mean()), 5),
+        }
+        (staging / "export.json").write_text(json.dumps(info, indent=2) + "\n", "utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging.chmod(0o755)
+        os.replace(staging, target)  # whole or not at all
+        return info
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+class OnnxEmbedder:
+    """Embeds with the ONNX export of a model: same name, dimension and prefixes as the torch path."""
+
+    def __init__(
+        self, spec: ModelSpec, folder: Path | None = None, threads: int = 0, batch_size: int = 32
+    ) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ModelUnavailable("onnxruntime is not installed (pip install 'hybridrag[index]')") from exc
+        folder = folder or onnx_dir(spec.name)
+        if not (folder / "model.onnx").is_file():
+            raise ModelUnavailable(
+                f"no ONNX export of {spec.name} at {folder}: run `hybridrag models install {spec.name}`"
+            )
+        info_path = folder / "export.json"
+        info = json.loads(info_path.read_text("utf-8")) if info_path.is_file() else {}
+        self.name = spec.name
+        self.path = folder
+        self.encoder = f"{ENCODER_NAME}-{info.get('precision', 'int8')}"
+        self._spec = spec
+        self._batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.enable_truncation(int(info.get("maxLength", 512)))
+        self._tokenizer.enable_padding()
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
+        # One run at a time: concurrent runs on a small machine only fight over the same cores.
+        self._lock = threading.Lock()
+        self.dim = int(info.get("dim") or self._run(["dimension probe"]).shape[1])
+
+    def _run(self, items: Sequence[str]) -> np.ndarray:
+        out = []
+        for start in range(0, len(items), self._batch_size):
+            encodings = self._tokenizer.encode_batch(list(items[start : start + self._batch_size]))
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            with self._lock:
+                hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            out.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
+        if not out:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        return np.vstack(out).astype(np.float32)
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run([self._spec.passage_prefix + t for t in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run([self._spec.query_prefix + t for t in texts])

@@ -1,0 +1,117 @@
+"""The ONNX encoder (same vectors, faster) and micro-batched query encoding."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from hybridrag.indexing.embedders import (
+    MODEL_REGISTRY,
+    ModelUnavailable,
+    SentenceTransformerEmbedder,
+    load_embedder,
+)
+from hybridrag.pipeline.batching import BatchingEmbedder
+
+TEXTS = [
+    "Who invented the automatic loom?",
+    "Masaru Ibuka and Akio Morita founded Tokyo Tsushin Kogyo in 1946.",
+    "The Shinkansen connects Tokyo and Osaka.",
+    "湯川秀樹は中間子を予言した。",
+    "radium polonium Nobel prize",
+]
+
+
+@pytest.mark.slow
+def test_onnx_export_keeps_the_vectors_and_searches_a_torch_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any, client: TestClient
+) -> None:
+    from hybridrag.indexing.onnx_encoder import OnnxEmbedder, export_onnx, onnx_dir
+
+    monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path))
+    with pytest.raises(ModelUnavailable, match="models install minilm"):
+        load_embedder("minilm", "onnx")
+    assert isinstance(load_embedder("minilm", "auto"), SentenceTransformerEmbedder)  # no export yet: torch
+    info = export_onnx(MODEL_REGISTRY["minilm"])
+    # MiniLM's int8 export moves vectors too far (cosine ~0.98), so the exact fp32 export is kept.
+    assert info["precision"] == "fp32" and info["minCosineVsTorch"] >= 0.99
+    assert (onnx_dir("minilm") / "model.onnx").is_file() and (onnx_dir("minilm") / "export.json").is_file()
+    fast = load_embedder("minilm", "auto")
+    assert isinstance(fast, OnnxEmbedder) and fast.encoder == "onnx-fp32" and fast.dim == embedder.dim
+    agreement = (fast.embed_queries(TEXTS) * embedder.embed_queries(TEXTS)).sum(axis=1)
+    assert agreement.min() >= 0.999
+    assert fast.embed_queries([]).shape == (0, embedder.dim)
+    # A query encoded by the fast path searches the index the torch path built, with the same answer.
+    for text in ("Who founded Sony?", "automatic loom Toyoda"):
+        vector = fast.embed_queries([text])[0].tolist()
+        body = {"text": text, "options": {"strategies": ["semantic"], "limit": 5}}
+        torch_ids = [r["id"] for r in client.post("/v1/search", json=body).json()["results"]]
+        onnx_ids = [
+            r["id"] for r in client.post("/v1/search", json={**body, "embedding": vector}).json()["results"]
+        ]
+        assert onnx_ids == torch_ids and torch_ids
+
+
+@pytest.mark.slow
+def test_e5_int8_export_agrees_with_torch() -> None:
+    from hybridrag.indexing.onnx_encoder import OnnxEmbedder, onnx_dir
+
+    try:
+        torch_e5 = load_embedder("e5-multilingual")
+    except ModelUnavailable as exc:
+        pytest.skip(f"e5-multilingual not installed: {exc}")
+    if not (onnx_dir("e5-multilingual") / "model.onnx").is_file():
+        pytest.skip("no ONNX export of e5-multilingual (hybridrag models install e5-multilingual)")
+    fast = OnnxEmbedder(MODEL_REGISTRY["e5-multilingual"])
+    assert fast.encoder == "onnx-int8"
+    for encode in ("embed_queries", "embed_passages"):
+        cosines = (getattr(fast, encode)(TEXTS) * getattr(torch_e5, encode)(TEXTS)).sum(axis=1)
+        assert cosines.min() >= 0.99, (encode, cosines)
+
+
+def test_concurrent_queries_share_encoder_calls(embedder: Any) -> None:
+    batching = BatchingEmbedder(embedder, max_batch=64)
+    try:
+        expected = embedder.embed_queries(TEXTS * 4)
+        results: dict[int, np.ndarray] = {}
+        start = threading.Barrier(20)
+
+        def ask(i: int) -> None:
+            start.wait()
+            results[i] = batching.embed_queries([(TEXTS * 4)[i]])
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(results) == 20
+        for i, vector in results.items():  # each caller gets its own row, whatever batch it rode in
+            assert np.allclose(vector[0], expected[i], atol=1e-5)
+        assert batching.calls < 20, "queries that arrived while the encoder was busy were encoded together"
+        # A failure reaches the callers of the batch and the worker keeps serving.
+        with pytest.raises(TypeError):
+            batching.embed_queries([None])  # type: ignore[list-item]
+        assert batching.embed_queries(["still alive"]).shape == (1, embedder.dim)
+    finally:
+        batching.close()
+
+
+def test_batch_endpoint_encodes_its_sub_queries_in_one_call(client: TestClient) -> None:
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    batching = engine._embedder
+    assert isinstance(batching, BatchingEmbedder)
+    before = batching.calls
+    queries = [{"text": t, "options": {"strategies": ["semantic"], "limit": 3}} for t in TEXTS]
+    queries.append({"text": "keyword only", "options": {"strategies": ["keyword"]}})
+    response = client.post("/v1/search/batch", json={"queries": queries})
+    assert response.status_code == 200
+    assert batching.calls - before == 1
+    single = client.post("/v1/search", json=queries[0]).json()
+    batched = response.json()["results"][0]["result"]
+    assert [r["id"] for r in batched["results"]] == [r["id"] for r in single["results"]]
