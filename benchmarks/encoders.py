@@ -22,11 +22,11 @@ from hybridrag.benchmarks.common import machine, markdown_table, now, percentile
 def _texts(dataset: Path, queries: int, passages: int, passage_chars: int) -> tuple[list[str], list[str]]:
     qs = [
         json.loads(line)["text"]
-        for line, _ in zip((dataset / "queries.jsonl").open("utf-8"), range(queries), strict=False)
+        for line, _ in zip((dataset / "queries.jsonl").open(encoding="utf-8"), range(queries), strict=False)
     ]
     ps = [
         (json.loads(line).get("title", "") + "\n" + json.loads(line)["text"])[:passage_chars]
-        for line, _ in zip((dataset / "corpus.jsonl").open("utf-8"), range(passages), strict=False)
+        for line, _ in zip((dataset / "corpus.jsonl").open(encoding="utf-8"), range(passages), strict=False)
     ]
     return qs, ps
 

@@ -115,8 +115,10 @@ def chunk_row(chunk: Chunk) -> dict[str, Any]:
 
 
 def chunk_from_row(row: dict[str, Any]) -> Chunk:
-    # Versions written before a column existed read it as its default (e.g. `pages` as unpaged).
-    return Chunk(**{k: row[k] for k in CHUNK_SCHEMA.names if row.get(k) is not None})
+    # Versions written before `pages` existed read as unpaged.
+    fields = {k: row[k] for k in CHUNK_SCHEMA.names if k in row}
+    fields["pages"] = fields.get("pages") or []
+    return Chunk(**fields)
 
 
 MENTION_SCHEMA = pa.schema(

@@ -115,3 +115,25 @@ def test_batch_endpoint_encodes_its_sub_queries_in_one_call(client: TestClient) 
     single = client.post("/v1/search", json=queries[0]).json()
     batched = response.json()["results"][0]["result"]
     assert [r["id"] for r in batched["results"]] == [r["id"] for r in single["results"]]
+
+
+def test_encoder_benchmark_reports_torch_and_the_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hybridrag.benchmarks.encoders import run_encoders, to_markdown
+
+    monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path / "models"))  # no export here: a skipped row
+    data = tmp_path / "beir"
+    data.mkdir()
+    (data / "queries.jsonl").write_text(
+        "\n".join(f'{{"_id": "q{i}", "text": "query {i}"}}' for i in range(4))
+    )
+    (data / "corpus.jsonl").write_text(
+        "\n".join(f'{{"_id": "d{i}", "title": "t", "text": "passage {i}"}}' for i in range(8))
+    )
+    report = run_encoders([data], ["minilm"], queries=4, passages=8)
+    torch_row, onnx_row = report["rows"]
+    assert torch_row["encoder"] == "torch" and torch_row["queryP50ms"] > 0 and torch_row["passagesPerS"] > 0
+    assert torch_row["minCosineVsTorch"] == pytest.approx(1.0, abs=1e-4) and torch_row["querySpeedup"] == 1.0
+    assert "models install minilm" in onnx_row["skipped"]
+    assert "minilm" in to_markdown(report)

@@ -206,18 +206,6 @@ class SearchEngine(IndexLifecycle):
             verdicts.append(item.relevance.crag)
         return crag.overall(verdicts, refined)
 
-    @staticmethod
-    def _text_of(index: LoadedIndex, item_id: str) -> str:
-        chunk = index.chunks.get(item_id)
-        if chunk is not None:
-            title = index.documents[chunk.doc_id].title
-            return f"{title}\n{chunk.text}" if title else chunk.text
-        graph = index.retrievers["graph"].graph  # type: ignore[attr-defined]
-        if item_id in graph.entity_index:
-            e = graph.entities[graph.entity_index[item_id]]
-            return f"{e.name}: {e.description}"
-        return str(graph.community_by_id[item_id].report)
-
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         """Query vectors for `texts` in one (micro-batched) encoder call; NotReady without an embedder."""
         if self._embedder is None:
