@@ -78,7 +78,7 @@ class ProblemError(Exception):
     ) -> None:
         super().__init__(detail or str(status))
         self.status, self.detail, self.errors, self.headers = status, detail, errors or [], headers
-        self.error_count = error_count if error_count is not None else (len(self.errors) or None)
+        self.error_count = error_count  # None: problem_response counts `errors`
 
 
 def problem_response(

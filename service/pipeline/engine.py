@@ -46,6 +46,12 @@ from hybridrag.schemas.search import (
 __all__ = ["ComponentStatus", "InvalidSearch", "NotReady", "Ranking", "SearchEngine"]
 
 
+def embeds_query(strategies: list[str], query_type: str | None) -> bool:
+    """Whether these strategies need the query's embedding: semantic always, the graph for its community
+    search on global and hybrid questions (`query_type` None: not classified yet, so it may be one)."""
+    return "semantic" in strategies or ("graph" in strategies and query_type in (None, "global", "hybrid"))
+
+
 class SearchEngine(IndexLifecycle):
     """Owns the loaded index, the models and the retriever thread pool, and answers searches."""
 
@@ -94,11 +100,7 @@ class SearchEngine(IndexLifecycle):
         normalize = request.rrf_config.normalize_scores
         depth = max(min_depth, fetch_depth(request, weight_map, k, normalize))
         qtype = request.type or classification.type
-        if (
-            vector is None
-            and self._embedder is not None
-            and ("semantic" in active or ("graph" in active and qtype in ("global", "hybrid")))
-        ):
+        if vector is None and self._embedder is not None and embeds_query(active, qtype):
             # One query embedding serves the semantic retriever and the graph's community search.
             vector = self.embed_queries([request.text])[0]
         query = RetrievalQuery(
@@ -216,8 +218,7 @@ class SearchEngine(IndexLifecycle):
         """Whether a search of `request` would embed its text (semantic, or the graph's community search)."""
         if request.embedding is not None or self._embedder is None:
             return False
-        names = strategy_names(request.options.strategies)
-        return "semantic" in names or ("graph" in names and request.type in (None, "global", "hybrid"))
+        return embeds_query(strategy_names(request.options.strategies), request.type)
 
     def search(
         self,
