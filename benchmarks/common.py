@@ -63,6 +63,7 @@ def cached_index(
     from dataclasses import asdict
 
     from hybridrag.indexing.build import IndexBuilder, tqdm_progress
+    from hybridrag.indexing.graph import GRAPH_FORMAT
     from hybridrag.indexing.store import IndexUnavailable, current_version
 
     model = config.embedding_model or "none"
@@ -72,13 +73,30 @@ def cached_index(
     if not rebuild and stamp_file.is_file():
         try:
             current_version(index_dir)
-            if json.loads(stamp_file.read_text("utf-8")) == stamp:
+            if _same_stamp(json.loads(stamp_file.read_text("utf-8")), stamp, config):
+                graph = current_version(index_dir).manifest.get("graph") or {}
+                if config.graph and graph.get("format", 1) < GRAPH_FORMAT:
+                    # Built by an older release: only the graph changed, so rebuild it alone.
+                    IndexBuilder(index_dir, config).regraph()
                 return index_dir, None
         except (IndexUnavailable, json.JSONDecodeError):
             pass
     summary = IndexBuilder(index_dir, config, progress=tqdm_progress()).build(dataset.corpus)
     stamp_file.write_text(json.dumps(stamp, indent=2), "utf-8")
     return index_dir, summary.as_dict()
+
+
+def _same_stamp(old: dict[str, Any], new: dict[str, Any], config: Any) -> bool:
+    """Same corpus and same settings, reading settings a stamp predates as their defaults (a new build
+    option must not force rebuilding every cached index)."""
+    from dataclasses import asdict, fields
+
+    known = {f.name for f in fields(config)}
+    try:
+        old_config = asdict(type(config)(**{k: v for k, v in old.get("config", {}).items() if k in known}))
+    except TypeError:
+        return False
+    return bool(old.get("corpus") == new["corpus"] and old_config == new["config"])
 
 
 def machine() -> dict[str, Any]:

@@ -59,6 +59,43 @@ def summary(model: str | None = None) -> str:
     return markdown_table(["dataset", "model", "system", "nDCG@10", "R@5", "R@100", "p50 ms"], rows)
 
 
+GRAPH_SYSTEMS = ("keyword", "semantic", "graph", "keyword+semantic", "hybrid")
+
+
+def graph_before_after(model: str = DEFAULT_MODEL) -> str:
+    """Each dataset's systems before the passage-entity graph (results/before-graph/, kept as they were
+    measured) and now: nDCG@10, R@2, R@5, R@100."""
+    import json
+
+    from hybridrag.benchmarks.common import markdown_table
+
+    rows = []
+    for before_path in sorted((RESULTS / "before-graph").glob(f"quality-*-{model}.json")):
+        after_path = RESULTS / before_path.name
+        if not after_path.is_file():
+            continue
+        before = json.loads(before_path.read_text("utf-8"))
+        after = json.loads(after_path.read_text("utf-8"))
+        for system in GRAPH_SYSTEMS:
+            if system not in before["results"] or system not in after["results"]:
+                continue
+            b, a = before["results"][system]["metrics"], after["results"][system]["metrics"]
+            row: list[object] = [f"{after['dataset']} ({after['split']})", system]
+            for metric in ("ndcg@10", "recall@2", "recall@5", "recall@100"):
+                row += [b[metric], a[metric]]
+            rows.append(row)
+    if not rows:
+        return ""
+    headers = ["dataset", "system"]
+    for metric in ("nDCG@10", "R@2", "R@5", "R@100"):
+        headers += [f"{metric} before", f"{metric} after"]
+    return (
+        "### Graph retrieval before and after passage nodes and dense seeds\n\n"
+        "Same command (`hybridrag bench quality`), same indexes; before = the entity-only graph "
+        "(results/before-graph/), after = the current code.\n\n" + markdown_table(headers, rows)
+    )
+
+
 def update_readme(readme: Path) -> None:
     """Replace the block between the markers in the project README with the current summary."""
     begin, end = "<!-- quality:begin -->", "<!-- quality:end -->"
@@ -104,6 +141,9 @@ def main() -> None:
     parts = [HEADER, "## Summary\n\n", summary(), "\n"]
     parts += [f"![quality](results/quality-{DEFAULT_MODEL}.png)\n\n"]
     parts += [f"![latency](results/{p.name})\n\n" for p in sorted(RESULTS.glob("latency-*.png"))]
+    comparison = graph_before_after()
+    if comparison:
+        parts.append(comparison.strip() + "\n\n")
     for md in sorted(RESULTS.glob("*.md")):
         parts.append(md.read_text("utf-8").strip() + "\n\n")
     (Path(__file__).parent / "README.md").write_text("".join(parts), "utf-8")

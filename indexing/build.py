@@ -13,18 +13,28 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, TypeVar
+
+import numpy as np
 
 from hybridrag.indexing import store
 from hybridrag.indexing.analyzers import Analyzer
 from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
 from hybridrag.indexing.entities import EntityExtractor, Mention
 from hybridrag.indexing.filters import naive_utc
-from hybridrag.indexing.graph import ChunkMentions, build_graph
+from hybridrag.indexing.graph import (
+    GRAPH_FORMAT,
+    GRAPH_JSON,
+    ChunkMentions,
+    Entity,
+    GraphData,
+    build_graph,
+    synonym_pairs,
+)
 from hybridrag.indexing.keyword import KeywordIndexWriter, KeywordRow
 from hybridrag.indexing.sources import Document, SkippedItem, SourceReport, iter_documents
 from hybridrag.indexing.tables import (
@@ -62,6 +72,9 @@ class BuildConfig:
     bigram_weight: float = 0.3
     embed_batch_size: int = 32
     graph: bool = True
+    # Synonym edges between entities with close embedded names (graph.SYNONYM_THRESHOLD). Off by default: on
+    # the dev sets they changed nothing measurable and cost an embedding per entity (benchmarks/README.md).
+    graph_synonyms: bool = False
 
     @classmethod
     def from_manifest(cls, manifest: dict[str, Any]) -> BuildConfig:
@@ -204,6 +217,24 @@ class IndexBuilder:
             )
         return self._embedder
 
+    def _entity_vectors(
+        self, base: store.IndexVersion | None, entities: Sequence[Entity], embedder: Embedder
+    ) -> np.ndarray:
+        """Name vectors of `entities`, reusing the base version's for entities it already had (ids are
+        content hashes of the normalised name, so an id names the same entity in both versions)."""
+        known: dict[str, np.ndarray] = {}
+        if base is not None and (base.path / "graph" / GRAPH_JSON).is_file():
+            old_vectors = GraphData.load_entity_vectors(base.path / "graph")
+            if old_vectors is not None:
+                old, _ = GraphData.load(base.path / "graph")
+                if len(old.entities) == len(old_vectors):
+                    known = {e.id: old_vectors[i] for i, e in enumerate(old.entities)}
+        missing = [e for e in entities if e.id not in known]
+        if missing:
+            fresh = embedder.embed_passages([e.name for e in missing])
+            known.update({e.id: fresh[i] for i, e in enumerate(missing)})
+        return np.stack([known[e.id] for e in entities]).astype(np.float32)
+
     # -- public operations
     def build(self, source: Path) -> BuildSummary:
         """A complete new version from `source`."""
@@ -243,6 +274,20 @@ class IndexBuilder:
             if missing:
                 raise KeyError(f"no such document id(s): {', '.join(missing[:10])}")
             return self._write(base, [], set(doc_ids), SourceReport(), _Stages())
+
+    def regraph(self, synonyms: bool | None = None) -> BuildSummary:
+        """A new version whose graph is rebuilt from the stored entity mentions (and, with `synonyms`, name
+        vectors and synonym edges turned on or off): what an index built by an older release needs to get
+        this release's graph. Chunks, keyword index and passage vectors are carried over unchanged."""
+        with store.writer_lock(self.index_dir):
+            store.cleanup(self.index_dir)
+            base = store.current_version(self.index_dir)
+            self.config = BuildConfig.from_manifest(base.manifest)
+            if not self.config.graph:
+                raise ValueError("the index was built without a knowledge graph")
+            if synonyms is not None:
+                self.config = replace(self.config, graph_synonyms=synonyms)
+            return self._write(base, [], set(), SourceReport(), _Stages())
 
     # -- the one write path
     def _write(
@@ -362,15 +407,21 @@ class IndexBuilder:
                     ChunkMentions(c.chunk_id, c.file_id, c.text, mentions.get(c.chunk_id, ())) for c in chunks
                 )
                 write_mentions(staging / MENTIONS, mentions, [c.chunk_id for c in chunks])
-            community_vectors = None
+            community_vectors = entity_vectors = None
             if embedder is not None and graph.communities:
                 with stages.timed("embed"):
                     community_vectors = embedder.embed_passages([cm.report for cm in graph.communities])
-            graph.save(staging / "graph", community_vectors)
+            if embedder is not None and config.graph_synonyms and graph.entities:
+                with stages.timed("synonyms"):
+                    entity_vectors = self._entity_vectors(base, graph.entities, embedder)
+                    graph.synonyms = synonym_pairs(graph.entities, entity_vectors)
+            graph.save(staging / "graph", community_vectors, entity_vectors)
             graph_counts = {
+                "format": GRAPH_FORMAT,
                 "entities": len(graph.entities),
                 "relations": len(graph.relations),
                 "communities": len(graph.communities),
+                "synonyms": len(graph.synonyms),
             }
 
         with stages.timed("tables"):

@@ -3,11 +3,16 @@
 * Entities: merged by normalised name; the type is the majority of their mentions' types.
 * Relations: co-occurrence in a sentence (a document's title entities co-occur with every sentence of it),
   weighted by count and PMI, with the chunk ids and sentence offsets that support them (evidence).
+* Context: which chunks mention an entity, and which chunks' document titles name it (`title_chunk_ids`):
+  retrieval walks passage -> entity -> passage over these, and a title marks the passage an entity is about.
+* Synonyms (optional, `BuildConfig.graph_synonyms`): entity pairs whose embedded names are close
+  (cosine >= SYNONYM_THRESHOLD, each entity's SYNONYM_NEIGHBOURS nearest), with the name vectors kept so a
+  query can reach entities by meaning as well as by spelling.
 * Communities: Leiden (leidenalg on igraph) with a fixed seed over a stable (sorted) node order.
 * Community reports (extractive): a title from the top entities, key entities and relations, and the most
   representative sentences, embedded like chunks so that global queries can find them.
 
-Everything is stored as JSON (graph.json) and numpy (community_vectors.npy): no pickle. Every entity,
+Everything is stored as JSON (graph.json) and numpy (community_vectors.npy, entity_vectors.npy): no pickle. Every entity,
 relation and community records the chunk and file ids it came from, so filters and deletions apply to it.
 """
 
@@ -27,7 +32,16 @@ from hybridrag.indexing.entities import Mention
 from hybridrag.indexing.text import content_hash
 
 GRAPH_JSON = "graph.json"
+# 2: entities record the chunks whose title names them (passage nodes of retrieval weigh those edges); an
+# index with an older graph still serves, and `hybridrag index regraph` brings it up to date.
+GRAPH_FORMAT = 2
 COMMUNITY_VECTORS = "community_vectors.npy"
+ENTITY_VECTORS = "entity_vectors.npy"
+# Chosen on HotpotQA-100 dev (benchmarks/README.md): e5's name vectors are crowded (median nearest neighbour
+# 0.93), so only near-duplicates of a name ("Kerry Saxby-Junna" / "Kerry-Anne Saxby-Junna") pass 0.95.
+SYNONYM_THRESHOLD = 0.95
+SYNONYM_NEIGHBOURS = 5
+SYNONYM_BLOCK = 2048
 LEIDEN_SEED = 42
 # Two passes (leidenalg's default) reach nearly all of the modularity; iterating to convergence took 35
 # passes and ~40 s on SciFact's 22k entities for a marginal gain.
@@ -46,6 +60,15 @@ class Entity:
     file_ids: list[str]
     description: str
     aliases: list[str] = field(default_factory=list)
+    # Chunks whose document title names this entity (graphs built before this field read as none).
+    title_chunk_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Synonym:
+    source: str
+    target: str
+    similarity: float
 
 
 @dataclass(slots=True)
@@ -76,17 +99,28 @@ class GraphData:
     entities: list[Entity]
     relations: list[Relation]
     communities: list[Community]
+    synonyms: list[Synonym] = field(default_factory=list)
 
-    def save(self, folder: Path, community_vectors: np.ndarray | None) -> None:
+    def save(
+        self,
+        folder: Path,
+        community_vectors: np.ndarray | None,
+        entity_vectors: np.ndarray | None = None,
+    ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         data = {
             "entities": [asdict(e) for e in self.entities],
             "relations": [asdict(r) for r in self.relations],
             "communities": [asdict(c) for c in self.communities],
+            "synonyms": [asdict(s) for s in self.synonyms],
         }
         (folder / GRAPH_JSON).write_text(json.dumps(data, ensure_ascii=False), "utf-8")
-        if community_vectors is not None:
-            np.save(folder / COMMUNITY_VECTORS, community_vectors.astype(np.float32), allow_pickle=False)
+        # The folder may be a copy of the previous version's: files this graph has none of must go.
+        for name, vectors in ((COMMUNITY_VECTORS, community_vectors), (ENTITY_VECTORS, entity_vectors)):
+            if vectors is not None:
+                np.save(folder / name, vectors.astype(np.float32), allow_pickle=False)
+            else:
+                (folder / name).unlink(missing_ok=True)
 
     def to_networkx(self) -> Any:
         """The graph as a networkx Graph (node and edge attributes included), for analysis and export.
@@ -112,10 +146,16 @@ class GraphData:
             [Entity(**e) for e in data["entities"]],
             [Relation(**r) for r in data["relations"]],
             [Community(**c) for c in data["communities"]],
+            [Synonym(**s) for s in data.get("synonyms", [])],
         )
         vectors_path = folder / COMMUNITY_VECTORS
         vectors = np.load(vectors_path, allow_pickle=False) if vectors_path.is_file() else None
         return graph, vectors
+
+    @staticmethod
+    def load_entity_vectors(folder: Path) -> np.ndarray | None:
+        path = folder / ENTITY_VECTORS
+        return np.load(path, allow_pickle=False) if path.is_file() else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +176,7 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     entity_chunks: dict[str, dict[str, None]] = defaultdict(dict)
     entity_files: dict[str, dict[str, None]] = defaultdict(dict)
+    entity_title_chunks: dict[str, dict[str, None]] = defaultdict(dict)
     descriptions: dict[str, str] = {}
     pair_count: Counter[tuple[str, str]] = Counter()
     pair_chunks: dict[tuple[str, str], dict[str, None]] = defaultdict(dict)
@@ -156,6 +197,7 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
                 descriptions.setdefault(m.key, chunk.text[m.sentence_start : m.sentence_end])
         for key in title_keys:
             descriptions.setdefault(key, chunk.text[:200])
+            entity_title_chunks[key][chunk.chunk_id] = None
         chunk_sentences = []
         for (start, end), in_sentence in sorted(by_sentence.items()):
             sentence = chunk.text[start:end]
@@ -190,6 +232,7 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
                 file_ids=list(entity_files[key]),
                 description=descriptions[key],
                 aliases=sorted(s for s in surfaces[key] if s != name),
+                title_chunk_ids=list(entity_title_chunks[key]),
             )
         )
     relations = []
@@ -209,6 +252,35 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
         )
     communities = detect_communities(entities, relations, sentences_by_chunk, {entity_id(k): k for k in keys})
     return GraphData(entities, relations, communities)
+
+
+def synonym_pairs(
+    entities: Sequence[Entity],
+    vectors: np.ndarray,
+    threshold: float = SYNONYM_THRESHOLD,
+    neighbours: int = SYNONYM_NEIGHBOURS,
+) -> list[Synonym]:
+    """Entity pairs with close name vectors: each entity's `neighbours` nearest at cosine >= `threshold`.
+
+    Exact search in blocks of rows (memory stays at block x entities); the work is quadratic in the number of
+    entities, which is why synonyms are an option of the build (benchmarks/README.md states the cost).
+    """
+    vectors = np.asarray(vectors, dtype=np.float32)
+    n = len(entities)
+    pairs: dict[tuple[int, int], float] = {}
+    k = min(neighbours + 1, n)
+    for start in range(0, n, SYNONYM_BLOCK):
+        sims = vectors[start : start + SYNONYM_BLOCK] @ vectors.T
+        for row in range(sims.shape[0]):
+            sims[row, start + row] = -1.0  # not its own synonym
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (len(sims), 1))
+        for row, candidates in enumerate(top):
+            i = start + row
+            for j in candidates:
+                sim = float(sims[row, j])
+                if sim >= threshold:
+                    pairs[(min(i, int(j)), max(i, int(j)))] = round(sim, 4)
+    return [Synonym(entities[i].id, entities[j].id, sim) for (i, j), sim in sorted(pairs.items())]
 
 
 def detect_communities(

@@ -265,21 +265,121 @@ def test_graph_hits_explain_the_walk_that_reached_them(client: TestClient, sampl
         "filters": {"minRelevance": 0},
     }
     data = client.post("/v1/search", json=body).json()
+    semantic = client.post("/v1/search", json={**body, "options": {"strategies": ["semantic"], "limit": 3}})
+    seed_passages = {r["id"] for r in semantic.json()["results"]}
     paths = [(r, r["metadata"]["graphPath"]) for r in data["results"] if r["metadata"].get("graphPath")]
     assert len(paths) >= 3
-    assert any(len(p) >= 3 for _, p in paths), "some hit was reached through a related entity"
+    assert any(len(p) >= 3 for _, p in paths), "some hit was reached through an entity"
+    seeds = set()
     for result, path in paths:
         seed, *rest = path
-        assert seed["seed"] is True and seed["type"] == "entity" and seed["name"] == "Sony"
-        previous = seed["id"]
+        assert seed["seed"] is True
+        # A walk starts at an entity the query names or at one of the top dense passages.
+        assert (seed["type"] == "entity" and seed["name"] == "Sony") or (
+            seed["type"] == "chunk" and seed["id"] in seed_passages
+        ), seed
+        seeds.add(seed["type"])
+        previous = seed
         for step in rest:
-            if step["type"] == "entity":  # each hop is a stored relation between the two entities
+            assert step["via"] == previous["id"]
+            if step["edge"] == "relation":  # a stored relation between the two entities
                 relation = relations[step["relationId"]]
-                assert {relation.source, relation.target} == {previous, step["id"]}
-                previous = step["id"]
-            else:  # the passage mentions the entity the walk arrived through
-                assert step == {"id": result["id"], "type": "chunk", "via": previous}
-                assert result["id"] in entities[previous].chunk_ids
+                assert {relation.source, relation.target} == {previous["id"], step["id"]}
+            else:  # a passage and an entity it mentions, in either direction
+                assert step["edge"] == "mentions"
+                entity, chunk = (step, previous) if step["type"] == "entity" else (previous, step)
+                assert entity["type"] == "entity" and chunk["type"] == "chunk"
+                assert chunk["id"] in entities[entity["id"]].chunk_ids
+            previous = step
+        assert previous["id"] == result["id"]
+    assert seeds == {"entity", "chunk"}, "both kinds of seed reach results"
     # Keyword-only hits carry no graph path.
     keyword = client.post("/v1/search", json={**body, "options": {"strategies": ["keyword"]}}).json()
     assert all("graphPath" not in r["metadata"] for r in keyword["results"])
+
+
+def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """Passages are tied to the entities their titles name; name vectors and synonym edges follow add,
+    delete and regraph (vectors reused for entities already embedded, none left for deleted ones)."""
+    import numpy as np
+
+    from hybridrag.indexing.graph import SYNONYM_NEIGHBOURS, SYNONYM_THRESHOLD, synonym_pairs
+
+    source = tmp_path / "src"
+    source.mkdir()
+    docs = [
+        ("d1", "Toyota Motor Corporation", "Kiichiro Toyoda founded Toyota Motor Corporation in Aichi."),
+        (
+            "d2",
+            "Sakichi Toyoda",
+            "Sakichi Toyoda invented the automatic loom. His son Kiichiro Toyoda built cars.",
+        ),
+        ("d3", "Toyota Motor Corp", "Toyota Motor Corp opened a factory in Kentucky in 1988."),
+        ("d4", "Sony", "Masaru Ibuka and Akio Morita founded Sony in Tokyo."),
+    ]
+    (source / "a.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in docs), "utf-8"
+    )
+    index_dir = tmp_path / "idx"
+    builder = IndexBuilder(
+        index_dir, BuildConfig(embedding_model="minilm", graph_synonyms=True), embedder=embedder
+    )
+    builder.build(source)
+
+    def load() -> tuple[GraphData, np.ndarray]:
+        folder = store.current_version(index_dir).path / "graph"
+        graph, _ = GraphData.load(folder)
+        vectors = GraphData.load_entity_vectors(folder)
+        assert vectors is not None and vectors.shape == (len(graph.entities), 384)
+        return graph, vectors
+
+    graph, vectors = load()
+    by_name = {e.name: e for e in graph.entities}
+    # The passage whose title names an entity is recorded as being about it.
+    from hybridrag.indexing.tables import CHUNKS, read_table
+
+    doc_of = {
+        r["chunk_id"]: r["doc_id"]
+        for r in read_table(store.current_version(index_dir).path / CHUNKS).to_pylist()
+    }
+    assert [doc_of[c] for c in by_name["Sakichi Toyoda"].title_chunk_ids] == ["d2"]
+    assert by_name["Kiichiro Toyoda"].title_chunk_ids == []
+    # Synonyms are exactly the close pairs of the stored name vectors.
+    assert graph.synonyms == synonym_pairs(graph.entities, vectors)
+    pair = {by_name["Toyota Motor Corporation"].id, by_name["Toyota Motor Corp"].id}
+    assert any({s.source, s.target} == pair for s in graph.synonyms)
+    sims = vectors @ vectors.T
+    index = {e.id: i for i, e in enumerate(graph.entities)}
+    for s in graph.synonyms:
+        assert s.similarity >= SYNONYM_THRESHOLD
+        assert abs(sims[index[s.source], index[s.target]] - s.similarity) < 1e-3
+    for i in range(len(graph.entities)):  # a pair above the threshold among i's nearest is an edge
+        for j in np.argsort(-np.where(np.arange(len(sims)) == i, -1, sims[i]))[:SYNONYM_NEIGHBOURS]:
+            if sims[i, j] >= SYNONYM_THRESHOLD + 1e-3:
+                pair = {graph.entities[i].id, graph.entities[int(j)].id}
+                assert any({s.source, s.target} == pair for s in graph.synonyms)
+    manifest = store.current_version(index_dir).manifest
+    assert manifest["graph"]["format"] == 2 and manifest["graph"]["synonyms"] == len(graph.synonyms)
+
+    # Delete: no entity, vector or synonym of the deleted document is left.
+    builder.delete(["d4"])
+    after, after_vectors = load()
+    names = {e.name for e in after.entities}
+    assert "Masaru Ibuka" not in names and "Sakichi Toyoda" in names
+    ids = {e.id for e in after.entities}
+    assert all(s.source in ids and s.target in ids for s in after.synonyms)
+    # Kept entities keep their vectors (reused, not re-embedded differently).
+    old = {e.id: vectors[i] for i, e in enumerate(graph.entities)}
+    for i, e in enumerate(after.entities):
+        assert np.allclose(after_vectors[i], old[e.id])
+    # Add it back: the graph is the one built from scratch.
+    builder.add(source)
+    again, _ = load()
+    assert [e.id for e in again.entities] == [e.id for e in graph.entities]
+    assert again.synonyms == graph.synonyms
+    # Regraph without synonyms drops them and their vectors; the search still works on the graph.
+    IndexBuilder(index_dir, embedder=embedder).regraph(synonyms=False)
+    folder = store.current_version(index_dir).path / "graph"
+    plain, _ = GraphData.load(folder)
+    assert plain.synonyms == [] and GraphData.load_entity_vectors(folder) is None
+    assert [e.title_chunk_ids for e in plain.entities] == [e.title_chunk_ids for e in graph.entities]

@@ -107,10 +107,16 @@ def test_results_view_shows_highlights_scores_and_the_graph_path(
     assert first.locator(".bars .bar-fill.keyword").count() == 1
     assert "rank 1" in first.locator(".bars").inner_text()
     assert tab.locator("#query-type").inner_text() == api["classification"]["type"]
-    # The walk that reached the hit, drawn: the seed entity, then the passage.
-    nodes = first.locator(".path g.node")
-    assert nodes.count() >= 2 and "seed" in (nodes.nth(0).get_attribute("class") or "")
-    assert nodes.nth(0).locator("text").text_content() == "Sony"
+    # The walk that reached a hit, drawn: the seed (the query's entity or a top dense passage), then each
+    # step to the passage, labelled by entity name or the passage's title.
+    walked = next(i for i, r in enumerate(api["results"]) if len(r["metadata"].get("graphPath", [])) >= 2)
+    path = api["results"][walked]["metadata"]["graphPath"]
+    nodes = cards.nth(walked).locator(".path g.node")
+    assert nodes.count() == len(path) and "seed" in (nodes.nth(0).get_attribute("class") or "")
+    labels = [(s.get("name") or s.get("title") or "passage") for s in path]
+    assert [nodes.nth(i).locator("text").text_content() for i in range(len(path))] == [
+        label if len(label) <= 18 else label[:17] + "…" for label in labels
+    ]
     tab.screenshot(path=str(shots / "ui-results.png"), full_page=True)
     assert rec.bodies("/v1/search")[0] == {
         "text": "Who founded Sony?",

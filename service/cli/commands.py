@@ -82,6 +82,13 @@ def index_build(
     progress: Annotated[
         bool | None, typer.Option("--progress/--no-progress", help="Default: on a terminal")
     ] = None,
+    synonyms: Annotated[
+        bool,
+        typer.Option(
+            "--graph-synonyms/--no-graph-synonyms",
+            help="Embed entity names and link near-identical ones in the graph (costs one embedding per entity)",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
 ) -> None:
     """Build a new index version from SOURCE and switch `current` to it atomically."""
@@ -97,6 +104,7 @@ def index_build(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         embedding_model=None if embedding_model == "none" else embedding_model,
+        graph_synonyms=synonyms,
     )
     try:
         summary = IndexBuilder(out, config, progress=tqdm_progress(progress)).build(source)
@@ -139,6 +147,31 @@ def index_delete(
         summary = IndexBuilder(index).delete(doc_id)
     except KeyError as exc:
         typer.echo(f"error: {exc.args[0]}", err=True)
+        raise typer.Exit(2) from None
+    _print_summary(summary.as_dict(), as_json)
+
+
+@index_app.command("regraph")
+def index_regraph(
+    index: Annotated[Path, typer.Option("--index", help="Index directory")],
+    synonyms: Annotated[
+        bool | None,
+        typer.Option(
+            "--graph-synonyms/--no-graph-synonyms", help="Turn synonym edges on or off (default: as built)"
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Rebuild the knowledge graph from the stored entity mentions, in a new version of the index."""
+    offline()
+    from hybridrag.indexing.build import IndexBuilder
+    from hybridrag.indexing.embedders import ModelUnavailable
+    from hybridrag.indexing.store import IndexUnavailable
+
+    try:
+        summary = IndexBuilder(index).regraph(synonyms)
+    except (ValueError, IndexUnavailable, ModelUnavailable) as exc:
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     _print_summary(summary.as_dict(), as_json)
 

@@ -46,10 +46,10 @@ from hybridrag.schemas.search import (
 __all__ = ["ComponentStatus", "InvalidSearch", "NotReady", "Ranking", "SearchEngine"]
 
 
-def embeds_query(strategies: list[str], query_type: str | None) -> bool:
-    """Whether these strategies need the query's embedding: semantic always, the graph for its community
-    search on global and hybrid questions (`query_type` None: not classified yet, so it may be one)."""
-    return "semantic" in strategies or ("graph" in strategies and query_type in (None, "global", "hybrid"))
+def embeds_query(strategies: list[str]) -> bool:
+    """Whether these strategies need the query's embedding: semantic, and the graph (its seed passages,
+    entities matched by meaning, community search)."""
+    return "semantic" in strategies or "graph" in strategies
 
 
 class SearchEngine(IndexLifecycle):
@@ -100,8 +100,8 @@ class SearchEngine(IndexLifecycle):
         normalize = request.rrf_config.normalize_scores
         depth = max(min_depth, fetch_depth(request, weight_map, k, normalize))
         qtype = request.type or classification.type
-        if vector is None and self._embedder is not None and embeds_query(active, qtype):
-            # One query embedding serves the semantic retriever and the graph's community search.
+        if vector is None and self._embedder is not None and embeds_query(active):
+            # One query embedding serves the semantic retriever and the graph (seeds, communities).
             vector = self.embed_queries([request.text])[0]
         query = RetrievalQuery(
             request.text,
@@ -215,10 +215,10 @@ class SearchEngine(IndexLifecycle):
         return self._embedder.embed_queries(texts)
 
     def needs_vector(self, request: SearchRequest) -> bool:
-        """Whether a search of `request` would embed its text (semantic, or the graph's community search)."""
+        """Whether a search of `request` would embed its text (semantic or graph)."""
         if request.embedding is not None or self._embedder is None:
             return False
-        return embeds_query(strategy_names(request.options.strategies), request.type)
+        return embeds_query(strategy_names(request.options.strategies))
 
     def search(
         self,

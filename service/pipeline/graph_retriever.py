@@ -1,9 +1,19 @@
-"""Graph retrieval: query entities -> personalised PageRank over the entity graph -> chunks, entities, communities.
+"""Graph retrieval: personalised PageRank over one graph of entities *and* passages (HippoRAG 2's layout).
 
-The transition matrix is built once per index version as a CSR matrix (networkx's pagerank rebuilds it on
-every call, seconds at 100k nodes); a query costs a few sparse mat-vecs. Chunks are scored by the PageRank
-mass of the entities they mention; entities by their own mass; communities (for global / hybrid queries) by
-the cosine similarity of the query to their embedded report.
+Nodes are the entities and the chunks. Edges: chunk–entity where a chunk mentions an entity (from the entity,
+much heavier towards a chunk whose document title names it: that passage is what the entity is about; from
+the chunk, the same to every entity it mentions), entity–entity for
+stored relations (co-occurrence) and, when the index has them, synonym edges between near-identical names.
+
+A query seeds the walk with every signal it has: the entities it names (by spelling, and by meaning when the
+index stores entity name vectors; weighted by specificity, 1 / chunks mentioning them) and the top dense
+passages (the semantic retriever's own hits, or the graph's own seed search when it runs alone; keyword hits
+when there is no vector). The walk runs on the neighbourhood of the seeds within `WALK_HOPS` hops, hubs not
+expanded, so a query costs the same at 10k and 100k chunks. Passages are ranked by the mass the walk brought
+them beyond their own restart share: a second-hop passage that shares no word with the question is found
+through the bridge entity the first passage mentions. Communities (global / hybrid questions) are ranked by
+the cosine of the query to their embedded report. The constants were chosen on the dev sets together
+(benchmarks/README.md) and are one setting for every corpus.
 """
 
 from __future__ import annotations
@@ -25,13 +35,26 @@ from hybridrag.indexing.filters import ChunkFilters
 from hybridrag.indexing.graph import Community, Entity, GraphData, Relation
 from hybridrag.indexing.tables import Chunk
 from hybridrag.indexing.text import has_japanese
-from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved
+from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
 
-DAMPING = 0.85
+DAMPING = 0.7
 ITERATIONS = 30
+TOLERANCE = 1e-6
+RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
+TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
+SYNONYM_WEIGHT = 1.0  # times the name cosine
+PASSAGE_SEEDS = 3
+PASSAGE_SHARE = 0.8  # of the restart mass on passage seeds when the query also names entities
+PASSAGE_FLOOR = 0.2  # min-max scaled seed weights are floored so the last seed still counts
+RESTART_KEPT = 0.1  # share of a seed passage's own restart mass left in its score
+WALK_HOPS = 3
+HUB = 50  # a node with more edges than this is reached but not expanded further
+SEED_FANOUT = 500  # a seed expands along at most this many of its heaviest edges
+ENTITY_MATCH_TOP = 3
+ENTITY_MATCH_MIN = 0.88  # query vector . entity name vector, for a match by meaning
 MAX_NGRAM = 6
 ENTITY_RESULTS = 3
-PATH_HOPS = 3
+PATH_HOPS = 4
 PATH_VISITS = 5000
 COMMUNITY_RESULTS = 3
 _WORDS = re.compile(r"[\w\-’'.]+")
@@ -39,13 +62,16 @@ _WORDS = re.compile(r"[\w\-’'.]+")
 
 @dataclass(slots=True)
 class GraphIndex:
-    """The loaded graph with its precomputed matrices and lookups."""
+    """The loaded graph with its precomputed matrices and lookups. Node i < len(entities) is entity i; node
+    len(entities) + j is chunk j of `chunk_ids`."""
 
     entities: list[Entity]
     relations: list[Relation]
     communities: list[Community]
     community_vectors: np.ndarray | None
+    entity_vectors: np.ndarray | None
     names: dict[str, list[int]]
+    adjacency: sparse.csr_matrix  # every edge in both directions (reach and paths), weights summed
     transition_t: sparse.csr_matrix  # P transposed, P = D^-1 A
     incidence: sparse.csr_matrix  # chunks x entities
     chunk_ids: list[str]
@@ -56,33 +82,61 @@ class GraphIndex:
     entities_of_chunk: dict[str, list[str]]
     relation_chunks: dict[str, frozenset[str]]
     community_by_id: dict[str, Community]
-    neighbours: list[list[tuple[int, str]]]  # entity -> (neighbour entity, relation id), strongest first
+    edge_relation: dict[tuple[int, int], str]  # (lower, higher) entity pair -> relation id
+    synonym_pairs: frozenset[tuple[int, int]]
 
     @classmethod
     def load(cls, folder: Path, chunk_order: list[str]) -> GraphIndex:
         graph, vectors = GraphData.load(folder)
-        n = len(graph.entities)
+        entity_vectors = GraphData.load_entity_vectors(folder)
+        if entity_vectors is not None and len(entity_vectors) != len(graph.entities):
+            raise ValueError("entity_vectors.npy does not match graph.json")
+        ne = len(graph.entities)
         index = {e.id: i for i, e in enumerate(graph.entities)}
         names: dict[str, list[int]] = {}
         for i, e in enumerate(graph.entities):
             for form in {normalize_name(e.name), *(normalize_name(a) for a in e.aliases)}:
                 names.setdefault(form, []).append(i)
-        rows = [index[r.source] for r in graph.relations] + [index[r.target] for r in graph.relations]
-        cols = [index[r.target] for r in graph.relations] + [index[r.source] for r in graph.relations]
-        weights = [float(r.count) for r in graph.relations] * 2
-        adjacency = sparse.csr_matrix((weights, (rows, cols)), shape=(n, n))
-        out_weight = np.asarray(adjacency.sum(axis=1)).ravel()
-        inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
-        transition = sparse.diags(inv) @ adjacency
         chunk_pos = {cid: i for i, cid in enumerate(chunk_order)}
-        inc_rows, inc_cols = [], []
+        n = ne + len(chunk_order)
+        rows: list[int] = []
+        cols: list[int] = []
+        weights: list[float] = []
+        edge_relation: dict[tuple[int, int], str] = {}
+        for r in graph.relations:
+            a, b = index[r.source], index[r.target]
+            rows += [a, b]
+            cols += [b, a]
+            weights += [RELATION_WEIGHT * r.count] * 2
+            edge_relation[(min(a, b), max(a, b))] = r.id
+        synonyms: set[tuple[int, int]] = set()
+        for syn in graph.synonyms:
+            a, b = index[syn.source], index[syn.target]
+            rows += [a, b]
+            cols += [b, a]
+            weights += [SYNONYM_WEIGHT * syn.similarity] * 2
+            synonyms.add((min(a, b), max(a, b)))
+        inc_rows: list[int] = []
+        inc_cols: list[int] = []
         for i, e in enumerate(graph.entities):
+            titled = set(e.title_chunk_ids)
             for cid in e.chunk_ids:
                 if cid in chunk_pos:
+                    node = ne + chunk_pos[cid]
                     inc_rows.append(chunk_pos[cid])
                     inc_cols.append(i)
+                    # Passage -> entity: every entity it mentions alike. Entity -> passage: mostly to the
+                    # passages about it (title), so a bridge entity leads to its own article.
+                    rows += [node, i]
+                    cols += [i, node]
+                    weights += [1.0, 1.0 + (TITLE_WEIGHT if cid in titled else 0.0)]
+        directed = sparse.csr_matrix((weights, (rows, cols)), shape=(n, n))  # duplicates add up
+        adjacency = sparse.csr_matrix(directed + directed.T)  # the edges either way, for reach and paths
+        out_weight = np.asarray(directed.sum(axis=1)).ravel()
+        inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
+        transition = sparse.diags(inv) @ directed
         incidence = sparse.csr_matrix(
-            (np.ones(len(inc_rows)), (inc_rows, inc_cols)), shape=(len(chunk_order), n)
+            (np.ones(len(inc_rows)), (inc_rows, inc_cols)), shape=(len(chunk_order), ne)
         )
         community_of = {eid: c.id for c in graph.communities for eid in c.entity_ids}
         relations_of: dict[str, list[str]] = {}
@@ -93,16 +147,14 @@ class GraphIndex:
         for e in sorted(graph.entities, key=lambda e: (-e.mentions, e.id)):
             for cid in e.chunk_ids:
                 entities_of_chunk.setdefault(cid, []).append(e.id)
-        neighbours: list[list[tuple[int, str]]] = [[] for _ in range(n)]
-        for r in sorted(graph.relations, key=lambda r: (-r.count, r.id)):
-            neighbours[index[r.source]].append((index[r.target], r.id))
-            neighbours[index[r.target]].append((index[r.source], r.id))
         return cls(
             graph.entities,
             graph.relations,
             graph.communities,
             vectors,
+            entity_vectors,
             names,
+            adjacency,
             sparse.csr_matrix(transition.T),
             incidence,
             chunk_order,
@@ -113,8 +165,16 @@ class GraphIndex:
             entities_of_chunk,
             {r.id: frozenset(r.chunk_ids) for r in graph.relations},
             {c.id: c for c in graph.communities},
-            neighbours,
+            edge_relation,
+            frozenset(synonyms),
         )
+
+    @property
+    def node_count(self) -> int:
+        return len(self.entities) + len(self.chunk_ids)
+
+    def chunk_node(self, chunk_id: str) -> int:
+        return len(self.entities) + self.chunk_index[chunk_id]
 
     def match(self, text: str, analyzer: Analyzer, extra: tuple[str, ...] = ()) -> list[int]:
         """Entities named in the query: every word n-gram (or morpheme run) that is an entity name or alias."""
@@ -138,91 +198,137 @@ class GraphIndex:
                 found[idx] = None
         return list(found)
 
-    def pagerank(self, seeds: list[int]) -> np.ndarray:
-        """Personalised PageRank; a seed's restart weight is its specificity (1 / chunks mentioning it)."""
-        n = len(self.entities)
-        p = np.zeros(n)
-        for s in seeds:
-            p[s] = 1.0 / max(1, len(self.entities[s].chunk_ids))
+    def match_by_meaning(self, vector: np.ndarray | None) -> list[int]:
+        """Entities whose embedded name is close to the query vector (an index built with name vectors)."""
+        if vector is None or self.entity_vectors is None or not len(self.entity_vectors):
+            return []
+        sims = self.entity_vectors @ np.asarray(vector, dtype=np.float32)
+        top = np.argsort(-sims, kind="stable")[:ENTITY_MATCH_TOP]
+        return [int(i) for i in top if sims[i] >= ENTITY_MATCH_MIN]
+
+    def neighbourhood(self, seeds: np.ndarray) -> np.ndarray:
+        """The nodes within `WALK_HOPS` of the seeds (sorted): each seed along its `SEED_FANOUT` heaviest
+        edges, then every reached node with at most `HUB` edges. Bounded by the seeds, not the corpus."""
+        a = self.adjacency
+        seen = np.zeros(self.node_count, dtype=bool)
+        seen[seeds] = True
+        reached: list[np.ndarray] = []
+        for seed in seeds:
+            lo, hi = a.indptr[seed], a.indptr[seed + 1]
+            neighbours, weights = a.indices[lo:hi], a.data[lo:hi]
+            if len(neighbours) > SEED_FANOUT:
+                neighbours = neighbours[np.argsort(-weights, kind="stable")[:SEED_FANOUT]]
+            reached.append(neighbours)
+        frontier = np.unique(np.concatenate(reached)) if reached else np.zeros(0, dtype=np.int64)
+        frontier = frontier[~seen[frontier]]
+        seen[frontier] = True
+        degree = np.diff(a.indptr)
+        for _ in range(WALK_HOPS - 1):
+            expand = frontier[degree[frontier] <= HUB]
+            if not len(expand):
+                break
+            neighbours = np.unique(a[expand].indices)
+            frontier = neighbours[~seen[neighbours]]
+            seen[frontier] = True
+        return np.flatnonzero(seen)
+
+    def walk(self, restart: dict[int, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Personalised PageRank restricted to the seeds' neighbourhood (mass leaving it is dropped).
+
+        Returns (nodes, mass, restart vector) over the neighbourhood's nodes, in node order.
+        """
+        seeds = np.array(sorted(restart), dtype=np.int64)
+        nodes = self.neighbourhood(seeds)
+        sub = self.transition_t[nodes][:, nodes]
+        p = np.zeros(len(nodes))
+        p[np.searchsorted(nodes, seeds)] = [restart[int(s)] for s in seeds]
         p /= p.sum()
         r = p.copy()
         for _ in range(ITERATIONS):
-            nxt = (1 - DAMPING) * p + DAMPING * (self.transition_t @ r)
-            # Mass of entities with no edges returns to the seeds (keeps r a distribution).
-            nxt += (1.0 - nxt.sum()) * p
-            if np.abs(nxt - r).sum() < 1e-8:
+            nxt = (1 - DAMPING) * p + DAMPING * (sub @ r)
+            if np.abs(nxt - r).sum() < TOLERANCE:
                 r = nxt
                 break
             r = nxt
-        return r
+        return nodes, r, p
 
 
 @dataclass(frozen=True, slots=True)
 class GraphTrace:
-    """What the walk of one query was: its seed entities and the PageRank mass it left on each entity."""
+    """What the walk of one query was: its seed nodes and the PageRank mass it left on each node."""
 
     seeds: tuple[int, ...]
-    mass: np.ndarray
+    mass: np.ndarray  # over all nodes (entities, then chunks)
 
-    def path_to_entity(self, graph: GraphIndex, target: int) -> list[tuple[int, str | None]]:
-        """A shortest chain of relations from a seed to `target`: [(seed, None), (entity, relation id), ...].
+    def _chain(self, graph: GraphIndex, target: int) -> list[int]:
+        """A shortest chain of edges from a seed to `target` through nodes the walk reached, seeds first.
 
-        Breadth-first over the relation graph, neighbours in order of the mass the walk gave them, so the
-        chain shown is one the walk actually weighted; at most `PATH_HOPS` relations and `PATH_VISITS`
-        entities are looked at, so a path costs microseconds even around hub entities.
+        Breadth-first, neighbours in order of the mass the walk gave them, so the chain shown is one the walk
+        weighted; at most `PATH_HOPS` edges and `PATH_VISITS` nodes are looked at, so a path costs
+        microseconds even around hubs.
         """
         if target in self.seeds:
-            return [(target, None)]
-        parent: dict[int, tuple[int, str]] = {}
+            return [target]
+        a = graph.adjacency
+        parent: dict[int, int] = {}
         frontier = sorted(self.seeds, key=lambda s: -self.mass[s])
         seen = set(frontier)
         for _ in range(PATH_HOPS):
             nxt: list[int] = []
             for node in frontier:
-                for neighbour, relation in graph.neighbours[node]:
-                    if neighbour in seen or self.mass[neighbour] <= 0:
+                neighbours = a.indices[a.indptr[node] : a.indptr[node + 1]]
+                neighbours = neighbours[self.mass[neighbours] > 0]
+                for neighbour in neighbours[np.argsort(-self.mass[neighbours], kind="stable")]:
+                    v = int(neighbour)
+                    if v in seen:
                         continue
-                    seen.add(neighbour)
-                    parent[neighbour] = (node, relation)
-                    if neighbour == target:
-                        chain: list[tuple[int, str | None]] = []
-                        at: int = target
-                        while at in parent:
-                            prev, rel = parent[at]
-                            chain.append((at, rel))
-                            at = prev
-                        chain.append((at, None))
+                    seen.add(v)
+                    parent[v] = node
+                    if v == target:
+                        chain = [v]
+                        while chain[-1] in parent:
+                            chain.append(parent[chain[-1]])
                         return chain[::-1]
-                    nxt.append(neighbour)
+                    nxt.append(v)
                     if len(seen) >= PATH_VISITS:
                         return []
             frontier = sorted(nxt, key=lambda s: -self.mass[s])
         return []
 
     def path(self, graph: GraphIndex, item_id: str) -> list[dict[str, Any]]:
-        """The walk that reached a graph result, seed first: entities (with the relation that led to each),
-        then the chunk itself for a chunk. Empty when no chain within reach explains it."""
+        """The walk that reached a graph result, seed first: each step an entity or a passage, with the kind
+        of edge that led to it (`mentions`, `relation` + relationId, `synonym`). Empty when no chain within
+        reach explains it."""
         if item_id in graph.entity_index:
-            target, chunk_id = graph.entity_index[item_id], None
+            target = graph.entity_index[item_id]
         elif item_id in graph.chunk_index:
-            row = graph.incidence.getrow(graph.chunk_index[item_id])
-            if row.nnz == 0:
-                return []
-            target = int(row.indices[np.argmax(self.mass[row.indices])])
-            chunk_id = item_id
+            target = graph.chunk_node(item_id)
         else:
             return []
+        ne = len(graph.entities)
         steps: list[dict[str, Any]] = []
-        for position, (idx, relation) in enumerate(self.path_to_entity(graph, target)):
-            e = graph.entities[idx]
-            step: dict[str, Any] = {"id": e.id, "type": "entity", "name": e.name, "entityType": e.type}
-            if position == 0:
+        previous: int | None = None
+        for node in self._chain(graph, target):
+            step: dict[str, Any]
+            if node < ne:
+                e = graph.entities[node]
+                step = {"id": e.id, "type": "entity", "name": e.name, "entityType": e.type}
+            else:
+                step = {"id": graph.chunk_ids[node - ne], "type": "chunk"}
+            if previous is None:
                 step["seed"] = True
             else:
-                step["relationId"] = relation
+                step["via"] = steps[-1]["id"]
+                pair = (min(previous, node), max(previous, node))
+                if node >= ne or previous >= ne:
+                    step["edge"] = "mentions"
+                elif pair in graph.edge_relation:
+                    step["edge"] = "relation"
+                    step["relationId"] = graph.edge_relation[pair]
+                else:
+                    step["edge"] = "synonym"
             steps.append(step)
-        if steps and chunk_id is not None:
-            steps.append({"id": chunk_id, "type": "chunk", "via": steps[-1]["id"]})
+            previous = node
         return steps
 
 
@@ -235,7 +341,11 @@ _EPOCH = datetime(1970, 1, 1)
 
 
 class GraphRetriever:
-    """Personalised PageRank from the query's entities; communities for global questions."""
+    """Personalised PageRank from the query's entities and top passages; communities for global questions.
+
+    `seeders` are the retrievers that find seed passages when the search did not hand them over (the graph
+    running alone): semantic when the query has a vector, else keyword.
+    """
 
     name = "graph"
 
@@ -245,9 +355,11 @@ class GraphRetriever:
         chunks: Mapping[str, Chunk],
         chunk_dates: Mapping[str, datetime | None],
         analyzer: Analyzer,
+        seeders: Mapping[str, Retriever] | None = None,
     ) -> None:
         self.graph = graph
         self._analyzer = analyzer
+        self._seeders = dict(seeders or {})
         # Per-chunk columns aligned with graph.chunk_ids, so filters are one vectorised mask per query
         # rather than a Python call per matching chunk (tens of thousands at 100k chunks).
         ids = graph.chunk_ids
@@ -293,48 +405,90 @@ class GraphRetriever:
         position = self.graph.chunk_index
         return any(mask[position[c]] for c in chunk_ids if c in position)
 
+    def seed_passages(self, query: RetrievalQuery) -> list[tuple[str, float]]:
+        """The passages that seed the walk: those the search handed over (the semantic retriever's top hits),
+        else the graph's own search (semantic with the query's vector, else keyword), best first."""
+        if query.seed_passages is not None:
+            return list(query.seed_passages[:PASSAGE_SEEDS])
+        name = "semantic" if query.vector is not None and "semantic" in self._seeders else "keyword"
+        seeder = self._seeders.get(name)
+        if seeder is None:
+            return []
+        return [(c.id, c.raw_score) for c in seeder.retrieve(query, PASSAGE_SEEDS).candidates]
+
+    def restart(self, query: RetrievalQuery) -> tuple[dict[int, float], list[str]]:
+        """The walk's restart distribution over seed nodes, and notes on what seeded it."""
+        g = self.graph
+        notes: list[str] = []
+        entities = dict.fromkeys(g.match(query.text, self._analyzer, query.entities))
+        entities.update(dict.fromkeys(g.match_by_meaning(query.vector)))
+        passages = [(g.chunk_node(c), s) for c, s in self.seed_passages(query) if c in g.chunk_index]
+        restart: dict[int, float] = {}
+        if entities:
+            weights = {e: 1.0 / max(1, len(g.entities[e].chunk_ids)) for e in entities}
+            total = sum(weights.values())
+            share = 1.0 - PASSAGE_SHARE if passages else 1.0
+            restart.update({e: w / total * share for e, w in weights.items()})
+        else:
+            notes.append("no entity of the query was found in the graph")
+        if passages:
+            scores = np.array([s for _n, s in passages], dtype=np.float64)
+            low, high = scores.min(), scores.max()
+            scaled = (scores - low) / (high - low) if high > low else np.ones_like(scores)
+            scaled = np.maximum(scaled, PASSAGE_FLOOR)
+            share = PASSAGE_SHARE if entities else 1.0
+            for (node, _s), w in zip(passages, scaled / scaled.sum(), strict=True):
+                restart[node] = restart.get(node, 0.0) + float(w) * share
+        return restart, notes
+
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
         g = self.graph
+        ne = len(g.entities)
         filters = query.filters
         chunk_hits: list[Candidate] = []
         entity_hits: list[Candidate] = []
         community_hits: list[Candidate] = []
-        notes: list[str] = []
-        seeds = g.match(query.text, self._analyzer, query.entities)
+        restart, notes = self.restart(query)
         total = 0
         mask = self._mask(filters) if filters.active else None
         trace = None
-        if seeds:
-            mass = g.pagerank(seeds)
-            trace = GraphTrace(tuple(seeds), mass)
-            chunk_scores = g.incidence @ mass
-            top = float(chunk_scores.max()) if len(chunk_scores) else 0.0
+        if restart:
+            nodes, mass, p = g.walk(restart)
+            full = np.zeros(g.node_count)
+            full[nodes] = mass
+            trace = GraphTrace(tuple(sorted(restart)), full)
+            is_chunk = nodes >= ne
+            # A seed passage keeps only part of its restart share: the list ranks what the walk reached.
+            chunk_scores = mass[is_chunk] - (1 - RESTART_KEPT) * (1 - DAMPING) * p[is_chunk]
+            positions = nodes[is_chunk] - ne
             eligible = chunk_scores > 0
             if mask is not None:
-                eligible &= mask
-            positions = np.flatnonzero(eligible)
+                eligible &= mask[positions]
+            chunk_scores, positions = chunk_scores[eligible], positions[eligible]
             total += len(positions)
-            # Best first; ties keep index order (a stable sort of ascending positions).
-            best_first = positions[np.argsort(-chunk_scores[positions], kind="stable")[:limit]]
-            for pos in best_first:
-                score = float(chunk_scores[pos])
-                chunk_hits.append(Candidate(g.chunk_ids[pos], score, score / top if top > 0 else 0.0))
-            entity_order = np.argsort(-mass, kind="stable")
-            best = float(mass[entity_order[0]])
+            # Best first; ties keep chunk order (a stable sort of ascending positions).
+            order = np.argsort(-chunk_scores, kind="stable")[:limit]
+            top = float(chunk_scores[order[0]]) if len(order) else 0.0
+            for i in order:
+                score = float(chunk_scores[i])
+                chunk_hits.append(
+                    Candidate(g.chunk_ids[positions[i]], score, score / top if top > 0 else 0.0)
+                )
+            entity_mass = mass[~is_chunk]
+            entity_nodes = nodes[~is_chunk]
             added = 0
-            for pos in entity_order:
-                if added >= ENTITY_RESULTS or mass[pos] <= 0:
+            best = float(entity_mass.max()) if len(entity_mass) else 0.0
+            for i in np.argsort(-entity_mass, kind="stable"):
+                if added >= ENTITY_RESULTS or entity_mass[i] <= 0:
                     break
-                e = g.entities[pos]
+                e = g.entities[entity_nodes[i]]
                 if filters.entity_types is not None and e.type not in filters.entity_types:
                     continue
                 if mask is not None and not self._passes(e.chunk_ids, mask):
                     continue
-                entity_hits.append(Candidate(e.id, float(mass[pos]), float(mass[pos]) / best))
+                entity_hits.append(Candidate(e.id, float(entity_mass[i]), float(entity_mass[i]) / best))
                 added += 1
                 total += 1
-        else:
-            notes.append("no entity of the query was found in the graph")
         if (
             query.query_type in ("global", "hybrid")
             and g.community_vectors is not None

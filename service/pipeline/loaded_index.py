@@ -92,7 +92,8 @@ def load_index(index_dir: Path, embedding_model: str, embedder: Embedder | None)
         except (OSError, ValueError, KeyError) as exc:
             raise store.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
         dates = {cid: parse_date(documents[c.doc_id].date) for cid, c in chunks.items()}
-        retrievers["graph"] = GraphRetriever(graph, chunks, dates, analyzer)
+        seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}
+        retrievers["graph"] = GraphRetriever(graph, chunks, dates, analyzer, seeders)
     else:
         unavailable["graph"] = "the index was built without a knowledge graph"
     return LoadedIndex(version, analyzer, documents, chunks, keyword, retrievers, unavailable)

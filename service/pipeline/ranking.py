@@ -10,13 +10,14 @@ import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from hybridrag.indexing.filters import ChunkFilters, naive_utc
 from hybridrag.pipeline.fusion import FusedItem, max_unseen_score
+from hybridrag.pipeline.graph_retriever import PASSAGE_SEEDS
 from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.pipeline.retrievers import RetrievalQuery, Retrieved
 from hybridrag.schemas.base import QueryTypeName
@@ -89,16 +90,22 @@ def run_retrievers(
 ) -> tuple[dict[str, Retrieved], dict[str, float]]:
     timings: dict[str, float] = {}
 
-    def timed(name: str) -> Retrieved:
+    def timed(name: str, query: RetrievalQuery) -> Retrieved:
         t0 = time.perf_counter()
         try:
             return index.retrievers[name].retrieve(query, depth)
         finally:
             timings[name] = (time.perf_counter() - t0) * 1000
 
-    futures: dict[str, Future[Retrieved]] = {name: pool.submit(timed, name) for name in active}
+    # The graph seeds its walk with the semantic retriever's top passages, so with both it starts when
+    # semantic is done (and searches for its own seeds only when semantic failed or is not running).
+    after_semantic = "graph" in active and "semantic" in active
+    futures: dict[str, Future[Retrieved]] = {
+        name: pool.submit(timed, name, query) for name in active if not (after_semantic and name == "graph")
+    }
     out: dict[str, Retrieved] = {}
-    for name, fut in futures.items():
+
+    def collect(name: str, fut: Future[Retrieved]) -> None:
         try:
             out[name] = fut.result(timeout=max(0.0, deadline - time.perf_counter()))
         except FutureTimeout:
@@ -107,7 +114,16 @@ def run_retrievers(
         except Exception as exc:  # one failing retriever must not fail the whole search
             log.exception("retriever %s failed", name)
             notes.append(StageNote(stage=name, status="failed", reason=f"{type(exc).__name__}: {exc}"))
-    return out, timings
+
+    if after_semantic:
+        collect("semantic", futures.pop("semantic"))
+        seeds = None
+        if "semantic" in out:
+            seeds = tuple((c.id, c.raw_score) for c in out["semantic"].candidates[:PASSAGE_SEEDS])
+        futures["graph"] = pool.submit(timed, "graph", replace(query, seed_passages=seeds))
+    for name, fut in futures.items():
+        collect(name, fut)
+    return {name: out[name] for name in active if name in out}, timings
 
 
 def chunk_filters(request: SearchRequest) -> ChunkFilters:

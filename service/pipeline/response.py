@@ -66,10 +66,14 @@ def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResu
 
 
 def graph_path(index: LoadedIndex, trace: Any, item_id: str) -> list[dict[str, Any]]:
-    """The walk (seed -> entity -> passage) that brought a graph result, from the graph's trace."""
+    """The walk (seed -> entity -> passage ...) that brought a graph result, from the graph's trace."""
     if trace is None or "graph" not in index.retrievers:
         return []
     path: list[dict[str, Any]] = trace.path(index.retrievers["graph"].graph, item_id)  # type: ignore[attr-defined]
+    for step in path:  # passages are named by their document's title, so a path reads without lookups
+        chunk = index.chunks.get(step["id"]) if step["type"] == "chunk" else None
+        if chunk is not None and chunk.doc_id in index.documents:
+            step["title"] = index.documents[chunk.doc_id].title
     return path
 
 
@@ -89,6 +93,14 @@ def graph_item(
     if fused.id in graph.entity_index:
         e = graph.entities[graph.entity_index[fused.id]]
         relation_ids = graph.relations_of.get(e.id, [])[:10]
+        # Under a file filter an entity is shown through the files that passed it, and only those.
+        allowed = request.filters.file_ids
+        file_ids = [f for f in e.file_ids if allowed is None or f in allowed]
+        chunk_ids = [
+            c
+            for c in e.chunk_ids
+            if allowed is None or (c in index.chunks and index.chunks[c].file_id in allowed)
+        ]
         content = SearchResultContent(
             text=f"{e.name} ({e.type}): {e.description}",
             summary=e.description,
@@ -97,7 +109,7 @@ def graph_item(
         )
         sources = SearchResultSources(
             chunk_id=None,
-            file_id=e.file_ids[0] if e.file_ids else None,
+            file_id=file_ids[0] if file_ids else None,
             entity_ids=[e.id],
             community_id=graph.community_of.get(e.id),
             relation_ids=relation_ids,
@@ -107,8 +119,8 @@ def graph_item(
             "entityType": e.type,
             "aliases": e.aliases,
             "mentions": e.mentions,
-            "chunkIds": e.chunk_ids[:20],
-            "fileIds": e.file_ids,
+            "chunkIds": chunk_ids[:20],
+            "fileIds": file_ids,
         }
         kind = "entity"
     else:

@@ -25,6 +25,9 @@ class RetrievalQuery:
     vector: np.ndarray | None = None  # the query embedding (the caller's, or computed once per search)
     query_type: str = "local"
     entities: tuple[str, ...] = ()
+    # Passages (chunk id, raw score) another retriever of this search already found, best first: the graph
+    # seeds its walk with them instead of searching again. None: nobody did.
+    seed_passages: tuple[tuple[str, float], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,11 +209,13 @@ function pathGraph(path, onEntity) {
   path.forEach((step, i) => {
     const x = i * (w + gap);
     if (i > 0) root.append(svg("line", { x1: String(x - gap), y1: String(10 + h / 2), x2: String(x), y2: String(10 + h / 2) }));
-    const label = step.type === "chunk" ? "passage" : step.name;
+    const label = step.type === "chunk" ? (step.title || "passage") : step.name;
     const text = svg("text", { x: String(x + 8), y: String(10 + h / 2 + 4) });
     text.textContent = label.length > 18 ? `${label.slice(0, 17)}…` : label;
     const title = svg("title");
-    title.textContent = step.type === "chunk" ? `passage ${step.id}` : `${step.name} (${step.entityType})${step.seed ? " — matched in the query" : ""}`;
+    const how = step.seed ? (step.type === "chunk" ? " — a top dense passage (seed)" : " — named in the query (seed)")
+      : step.edge === "relation" ? " — related entity" : step.edge === "synonym" ? " — synonym" : " — mentioned";
+    title.textContent = (step.type === "chunk" ? `passage ${step.title || step.id}` : `${step.name} (${step.entityType})`) + how;
     const node = svg("g", { class: `node ${step.type}${step.seed ? " seed" : ""}`, "data-id": step.id },
       svg("rect", { x: String(x), y: "10", width: String(w), height: String(h), rx: "6" }), text, title);
     if (step.type === "entity") {
