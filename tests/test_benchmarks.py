@@ -170,3 +170,43 @@ def test_swap_under_load_benchmark_sees_both_versions(sample_index: Path, tmp_pa
     assert report["swap"]["exitCode"] == 0, report["swap"]
     assert report["errors"] == 0 and len(report["versions"]) == 2, report["versions"]
     assert report["config"]["durationS"] >= report["swap"]["finishedAtS"]
+
+
+def test_cached_index_survives_a_new_build_option_and_regraphs_an_old_graph(tmp_path: Path) -> None:
+    """A stamp written before a build option existed still matches (the option reads as its default), and an
+    index whose graph predates the current format gets only its graph rebuilt, not a whole new build."""
+    from hybridrag.benchmarks.common import cached_index, load_beir
+    from hybridrag.indexing import store
+    from hybridrag.indexing.build import BuildConfig
+
+    dataset = load_beir(_tiny_beir(tmp_path / "tiny"), "test")
+    config = BuildConfig(embedding_model=None)
+    index_dir, built = cached_index(dataset, config, tmp_path / "cache")
+    assert built is not None
+    stamp_file = index_dir / "bench-stamp.json"
+    stamp = json.loads(stamp_file.read_text("utf-8"))
+    del stamp["config"]["graph_synonyms"]  # as written by a release without the option
+    stamp_file.write_text(json.dumps(stamp), "utf-8")
+    # ... and a graph of the older format.
+    version = store.current_version(index_dir)
+    manifest = json.loads((version.path / "manifest.json").read_text("utf-8"))
+    del manifest["graph"]["format"]
+    (version.path / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    again, rebuilt = cached_index(dataset, config, tmp_path / "cache")
+    assert again == index_dir and rebuilt is None
+    newer = store.current_version(index_dir)
+    assert newer.version != version.version and newer.manifest["graph"]["format"] >= 2
+    assert set(newer.manifest["stageSeconds"]) >= {"graph"} and "read" not in newer.manifest["stageSeconds"]
+    # A different setting is still a different index.
+    _, other = cached_index(dataset, BuildConfig(embedding_model=None, chunk_size=300), tmp_path / "cache")
+    assert other is not None
+
+
+def test_graph_cost_benchmark(sample_index: Path) -> None:
+    from hybridrag.benchmarks.graph_cost import run_graph_cost, to_markdown
+
+    report = run_graph_cost([("sample", sample_index)], ["Who founded Sony?", "ソニーの創業者は？"], "minilm")
+    (row,) = report["reports"]
+    assert row["chunks"] > 0 and row["entities"] > 0 and row["edges"] > 0 and row["matrixBytes"] > 0
+    assert row["queries"] == 2 and row["stageP50ms"] > 0 and row["neighbourhoodP50"] > 0
+    assert "| sample |" in to_markdown(report)
