@@ -28,6 +28,7 @@ hybridrag bench build ../shared/data/scifact/corpus.jsonl --embedding-model none
 hybridrag bench latency --dataset ../shared/data/scifact --split train   # + a synthetic 100k-chunk corpus
 hybridrag bench load --dataset ../shared/data/hotpotqa100 --split dev    # load, swap under load, soak
 hybridrag bench extract --source ../shared/data/pdf                     # PDF extractors compared
+hybridrag bench graph --dataset ../shared/data/scifact --split train     # graph size and stage cost, 12.5k + 100k
 python -m hybridrag.benchmarks.japanese_tokenization ../shared/data/jaquad_ja dev benchmarks/.cache/jaquad_ja-minilm-800
 ```
 
@@ -76,6 +77,8 @@ def graph_before_after(model: str = DEFAULT_MODEL) -> str:
             continue
         before = json.loads(before_path.read_text("utf-8"))
         after = json.loads(after_path.read_text("utf-8"))
+        if after.get("date") == before.get("date"):
+            continue  # not re-measured since: there is no "after" yet
         for system in GRAPH_SYSTEMS:
             if system not in before["results"] or system not in after["results"]:
                 continue
