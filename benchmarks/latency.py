@@ -31,12 +31,13 @@ def run_latency(
     strategies: Sequence[str] = ("keyword", "semantic", "graph", "hybrid"),
     requests: int = 160,
     label: str = "",
+    workers: int = 1,
 ) -> dict[str, Any]:
     from hybridrag.indexing.store import current_version
 
     manifest = current_version(index_dir).manifest
     rows: list[dict[str, Any]] = []
-    with running_service(index_dir, embedding_model) as service:
+    with running_service(index_dir, embedding_model, workers=workers) as service:
         idle_rss = rss_bytes(service.pid)
         peak = idle_rss
         for strategy in strategies:
@@ -76,6 +77,7 @@ def run_latency(
             "ann": (manifest.get("embedding") or {}).get("ann"),
         },
         "config": {
+            "workers": workers,
             "embeddingModel": embedding_model,
             "requestsPerLevel": requests,
             "limit": 10,
@@ -105,7 +107,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     headers = ["strategy", "clients", *LATENCY_HEADERS]
     rows = [[r["strategy"], r["clients"], *latency_cells(r)] for r in report["results"]]
     return (
-        f"### HTTP latency — {report['label'] or Path(idx['dir']).name}: {idx['chunks']} chunks "
+        f"### HTTP latency — {report['label'] or Path(idx['dir']).name}: {idx['chunks']} chunks, "
+        f"{report['config'].get('workers', 1)} worker(s) "
         f"({_vector_path(idx)}), {report['config']['embeddingModel']}, "
         f"{report['date'][:10]}, {report['machine']['cores']} cores\n\n"
         + markdown_table(headers, rows)

@@ -37,9 +37,15 @@ class Service:
 
 @contextlib.contextmanager
 def running_service(
-    index_dir: Path, embedding_model: str, env: dict[str, str] | None = None, ready_timeout: float = 600
+    index_dir: Path,
+    embedding_model: str,
+    env: dict[str, str] | None = None,
+    ready_timeout: float = 600,
+    workers: int = 1,
 ) -> Iterator[Service]:
-    """`hybridrag serve` on a free loopback port, ready (or raising with its log), stopped afterwards."""
+    """`hybridrag serve` on a free loopback port, ready (or raising with its log), stopped afterwards.
+
+    With `workers` > 1 it is ready when every worker has answered /readyz (each reports its process id)."""
     port = free_port()
     log = index_dir.parent / f"serve-{port}.log"
     child_env = {
@@ -55,7 +61,7 @@ def running_service(
     }
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "hybridrag.cli", "serve"],
+            [sys.executable, "-m", "hybridrag.cli", "serve", "--workers", str(workers)],
             env=child_env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -63,12 +69,17 @@ def running_service(
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.time() + ready_timeout
+            ready: set[int] = set()
             while True:
                 if proc.poll() is not None:
                     raise RuntimeError(f"service exited with {proc.returncode}: {log.read_text()[-2000:]}")
-                with contextlib.suppress(httpx.TransportError):
-                    if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                        break
+                with contextlib.suppress(httpx.TransportError, KeyError, ValueError):
+                    r = httpx.get(f"{url}/readyz", timeout=2)
+                    if r.status_code == 200:
+                        ready.add(int(r.json()["pid"]))
+                        if len(ready) >= workers:
+                            break
+                        continue
                 if time.time() > deadline:
                     raise RuntimeError(
                         f"service not ready after {ready_timeout} s: {log.read_text()[-2000:]}"
@@ -85,9 +96,11 @@ def running_service(
 
 
 def rss_bytes(pid: int) -> int:
+    """Resident memory of the process and its children (the workers of `serve --workers N`)."""
     import psutil
 
-    return int(psutil.Process(pid).memory_info().rss)
+    process = psutil.Process(pid)
+    return int(sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]))
 
 
 @dataclass(slots=True)

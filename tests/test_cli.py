@@ -116,3 +116,44 @@ def test_serve_answers_real_hits_on_loopback(sample_index: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_serve_runs_several_workers_on_one_port(sample_index: Path) -> None:
+    """`--workers 2`: two processes, each with its own engine, answer on one port (loopback only)."""
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).with_name("hybridrag")
+    env = {**os.environ, "HYBRIDRAG_EMBEDDING_MODEL": "minilm"}
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--index-dir", str(sample_index), "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 180
+        pids: set[int] = set()
+        while time.time() < deadline and len(pids) < 2:
+            try:  # new connections are spread over the workers; each reports its own process id
+                with httpx.Client(timeout=5) as client:
+                    r = client.get(f"{base}/readyz")
+                    if r.status_code == 200:
+                        pids.add(int(r.json()["pid"]))
+            except (httpx.TransportError, KeyError, ValueError):
+                pass
+            time.sleep(0.2)
+        assert len(pids) == 2 and proc.pid not in pids
+        r = httpx.post(f"{base}/v1/search", json={"text": "Who founded Sony?"}, timeout=15)
+        assert r.status_code == 200 and r.json()["results"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

@@ -107,6 +107,7 @@ def bench_latency(
     ] = "keyword,semantic,graph,hybrid",
     requests: Annotated[int, typer.Option(min=1, help="Requests per strategy per concurrency level")] = 160,
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    workers: Annotated[int, typer.Option(min=1, help="Service worker processes (serve --workers)")] = 1,
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (.md table and .png plot beside it)")
     ] = None,
@@ -132,7 +133,11 @@ def bench_latency(
     queries = list(data.queries.values())
     index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
     target = out or RESULTS / f"latency-{data.name}-{embedding_model}.json"
-    reports = [run_latency(index_dir, queries, embedding_model, level_list, names, requests, label=data.name)]
+    reports = [
+        run_latency(
+            index_dir, queries, embedding_model, level_list, names, requests, label=data.name, workers=workers
+        )
+    ]
     markdown = to_markdown(reports[0])
     if synthetic_chunks:
         synthetic_dir = CACHE / f"synthetic-{data.name}-{embedding_model}-{synthetic_chunks}"
@@ -150,6 +155,7 @@ def bench_latency(
                 names,
                 requests,
                 label=f"synthetic {synthetic_chunks // 1000}k",
+                workers=workers,
             )
         )
         markdown += "\n" + to_markdown(reports[1])

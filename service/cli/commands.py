@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -194,6 +194,12 @@ def serve(
     sample: Annotated[
         bool, typer.Option("--sample", help="Build the bundled sample corpus first if needed")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Worker processes sharing the port; each loads the models and the index (see README)"
+        ),
+    ] = 1,
 ) -> None:
     """Run the HTTP service (uvicorn)."""
     offline()
@@ -223,15 +229,34 @@ def serve(
         f"(API docs at /docs; ready when /readyz says so)",
         err=True,
     )
+    if workers > 1:
+        # Each worker process builds its own app from the environment, so the options given here travel there.
+        os.environ.update(
+            {
+                "HYBRIDRAG_INDEX_DIR": str(settings.index_dir),
+                "HYBRIDRAG_HOST": settings.host,
+                "HYBRIDRAG_PORT": str(settings.port),
+            }
+        )
+        app: Any = "hybridrag.http.app:create_app"
+    else:
+        app = create_app(settings)
     config = uvicorn_config(
-        create_app(settings),
+        app,
         settings.host,
         settings.port,
         settings.header_timeout_s,
         log_level="warning",
         timeout_keep_alive=int(settings.keep_alive_s),
+        workers=workers,
+        factory=workers > 1,
     )
-    uvicorn.Server(config).run()
+    if workers > 1:
+        from uvicorn.supervisors.multiprocess import Multiprocess
+
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+    else:
+        uvicorn.Server(config).run()
 
 
 @schema_app.command("export")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any, TypeVar
 
@@ -57,6 +58,8 @@ async def readyz(engine: EngineDep) -> JSONResponse:
         "components": components,
         "indexVersion": engine.index.version_name if engine.components["index"].ready else None,
         "schemaVersion": SCHEMA_VERSION,
+        # Which worker process answered: with `serve --workers N` each has its own engine and version.
+        "pid": os.getpid(),
     }
     return JSONResponse(body, status_code=200 if engine.ready else 503)
 
