@@ -143,7 +143,9 @@ def model_spec(name: str) -> ModelSpec:
 ENCODERS = ("torch", "onnx", "auto")
 
 
-def load_embedder(name: str, encoder: str = "torch", **kwargs: Any) -> Embedder:
+def load_embedder(name: str, encoder: str = "torch", threads: int = 0, **kwargs: Any) -> Embedder:
+    """The model `name` run by `encoder`. `threads` > 0 caps the model's intra-op threads (for several worker
+    processes on one machine); 0 keeps the runtime's default, every core."""
     if encoder not in ENCODERS:
         raise ModelUnavailable(f"unknown encoder {encoder!r}: use one of {', '.join(ENCODERS)}")
     spec = model_spec(name)
@@ -151,8 +153,12 @@ def load_embedder(name: str, encoder: str = "torch", **kwargs: Any) -> Embedder:
         from hybridrag.indexing.onnx_encoder import OnnxEmbedder
 
         try:
-            return OnnxEmbedder(spec)
+            return OnnxEmbedder(spec, threads=threads)
         except ModelUnavailable:
             if encoder == "onnx":
                 raise
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)  # process-wide: the service runs one model per process
     return SentenceTransformerEmbedder(spec, **kwargs)

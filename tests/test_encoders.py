@@ -46,6 +46,10 @@ def test_onnx_export_keeps_the_vectors_and_searches_a_torch_index(
     agreement = (fast.embed_queries(TEXTS) * embedder.embed_queries(TEXTS)).sum(axis=1)
     assert agreement.min() >= 0.999
     assert fast.embed_queries([]).shape == (0, embedder.dim)
+    # A worker's share of the cores (HYBRIDRAG_MODEL_THREADS) reaches onnxruntime's pool.
+    capped = load_embedder("minilm", "onnx", threads=1)
+    assert isinstance(capped, OnnxEmbedder)
+    assert capped._session.get_session_options().intra_op_num_threads == 1
     # A query encoded by the fast path searches the index the torch path built, with the same answer.
     for text in ("Who founded Sony?", "automatic loom Toyoda"):
         vector = fast.embed_queries([text])[0].tolist()

@@ -60,7 +60,9 @@ class IndexLifecycle:
             threadpool_limits(limits=self.settings.blas_threads, user_api="blas")
         if self.settings.load_embedder and self._embedder is None:
             try:
-                self._embedder = load_embedder(self.settings.embedding_model, self.settings.encoder)
+                self._embedder = load_embedder(
+                    self.settings.embedding_model, self.settings.encoder, self.settings.model_threads
+                )
                 self._embedder.embed_queries(["warm-up"])
                 encoder = getattr(self._embedder, "encoder", "torch")
                 self.components["embedder"] = ComponentStatus(

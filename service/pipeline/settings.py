@@ -71,6 +71,12 @@ class Settings(BaseSettings):
         description="Default fusion: weighted RRF with each term scaled by the candidate's score evidence "
         "(score-rrf), or plain weighted RRF (rrf). A request's `fusion` field wins.",
     )
+    model_threads: int = Field(
+        0,
+        ge=0,
+        description="Intra-op threads of the query model (torch or onnxruntime); 0: the runtime's default, every "
+        "core. With `serve --workers N`, cores / N.",
+    )
     blas_threads: int = Field(
         1,
         ge=0,
