@@ -184,3 +184,16 @@ def test_the_graph_finds_the_second_hop_that_keyword_and_dense_search_miss(
     assert (
         any(chunk_docs.get(step["id"]) == first for step in path if step["type"] == "chunk") or len(path) >= 3
     )
+
+
+def test_a_search_embeds_its_query_once_for_semantic_and_graph(multihop_client: TestClient) -> None:
+    """The graph reuses the query vector (and, in a hybrid search, the semantic retriever's hits as seeds)."""
+    from hybridrag.pipeline.batching import BatchingEmbedder
+
+    engine = multihop_client.app.state.engine  # type: ignore[attr-defined]
+    batching = engine._embedder
+    assert isinstance(batching, BatchingEmbedder)
+    for strategies in (["hybrid"], ["graph"], ["semantic", "graph"]):
+        before = batching.calls
+        _search(multihop_client, QUESTIONS[0][0], strategies, 5)
+        assert batching.calls - before == 1, strategies
