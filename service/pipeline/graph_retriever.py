@@ -6,9 +6,9 @@ the chunk, the same to every entity it mentions), entity–entity for
 stored relations (co-occurrence) and, when the index has them, synonym edges between near-identical names.
 
 A query seeds the walk with every signal it has: the entities it names (by spelling, and by meaning when the
-index stores entity name vectors; weighted by specificity, 1 / chunks mentioning them) and the top dense
-passages (the semantic retriever's own hits, or the graph's own seed search when it runs alone; keyword hits
-when there is no vector). The walk runs on the neighbourhood of the seeds within `WALK_HOPS` hops, hubs not
+index stores entity name vectors; weighted by specificity, 1 / chunks mentioning them) and the top dense and
+keyword passages (the semantic and keyword retrievers' own hits, handed over within the search, or the graph's
+own seed searches when it runs alone; keyword's carry a quarter of the passage seeds' mass). The walk runs on the neighbourhood of the seeds within `WALK_HOPS` hops, hubs not
 expanded, so a query costs the same at 10k and 100k chunks. Passages are ranked by the mass the walk brought
 them beyond their own restart share: a second-hop passage that shares no word with the question is found
 through the bridge entity the first passage mentions. Communities (global / hybrid questions) are ranked by
@@ -43,7 +43,9 @@ TOLERANCE = 1e-6
 RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
 TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
 SYNONYM_WEIGHT = 1.0  # times the name cosine
-PASSAGE_SEEDS = 3
+PASSAGE_SEEDS = 3  # top passages taken from each seeding retriever
+SEEDERS = ("semantic", "keyword")
+KEYWORD_SEED_SHARE = 0.25  # of the passage seeds' mass on keyword's top hits when semantic's are there too
 PASSAGE_SHARE = 0.8  # of the restart mass on passage seeds when the query also names entities
 PASSAGE_FLOOR = 0.2  # min-max scaled seed weights are floored so the last seed still counts
 RESTART_KEPT = 0.1  # share of a seed passage's own restart mass left in its score
@@ -344,7 +346,7 @@ class GraphRetriever:
     """Personalised PageRank from the query's entities and top passages; communities for global questions.
 
     `seeders` are the retrievers that find seed passages when the search did not hand them over (the graph
-    running alone): semantic when the query has a vector, else keyword.
+    running alone): semantic (when the query has a vector) and keyword.
     """
 
     name = "graph"
@@ -405,16 +407,18 @@ class GraphRetriever:
         position = self.graph.chunk_index
         return any(mask[position[c]] for c in chunk_ids if c in position)
 
-    def seed_passages(self, query: RetrievalQuery) -> list[tuple[str, float]]:
-        """The passages that seed the walk: those the search handed over (the semantic retriever's top hits),
-        else the graph's own search (semantic with the query's vector, else keyword), best first."""
+    def seed_passages(self, query: RetrievalQuery) -> dict[str, list[tuple[str, float]]]:
+        """The passages that seed the walk, by retriever, best first: those the search handed over, else the
+        graph's own searches (semantic with the query's vector, and keyword)."""
         if query.seed_passages is not None:
-            return list(query.seed_passages[:PASSAGE_SEEDS])
-        name = "semantic" if query.vector is not None and "semantic" in self._seeders else "keyword"
-        seeder = self._seeders.get(name)
-        if seeder is None:
-            return []
-        return [(c.id, c.raw_score) for c in seeder.retrieve(query, PASSAGE_SEEDS).candidates]
+            return {name: list(hits[:PASSAGE_SEEDS]) for name, hits in query.seed_passages.items()}
+        out: dict[str, list[tuple[str, float]]] = {}
+        for name in SEEDERS:
+            seeder = self._seeders.get(name)
+            if seeder is None or (name == "semantic" and query.vector is None):
+                continue
+            out[name] = [(c.id, c.raw_score) for c in seeder.retrieve(query, PASSAGE_SEEDS).candidates]
+        return out
 
     def restart(self, query: RetrievalQuery) -> tuple[dict[int, float], list[str]]:
         """The walk's restart distribution over seed nodes, and notes on what seeded it."""
@@ -422,23 +426,31 @@ class GraphRetriever:
         notes: list[str] = []
         entities = dict.fromkeys(g.match(query.text, self._analyzer, query.entities))
         entities.update(dict.fromkeys(g.match_by_meaning(query.vector)))
-        passages = [(g.chunk_node(c), s) for c, s in self.seed_passages(query) if c in g.chunk_index]
+        sources = {
+            name: [(g.chunk_node(c), s) for c, s in hits if c in g.chunk_index]
+            for name, hits in self.seed_passages(query).items()
+        }
+        sources = {name: hits for name, hits in sources.items() if hits}
         restart: dict[int, float] = {}
         if entities:
             weights = {e: 1.0 / max(1, len(g.entities[e].chunk_ids)) for e in entities}
             total = sum(weights.values())
-            share = 1.0 - PASSAGE_SHARE if passages else 1.0
+            share = 1.0 - PASSAGE_SHARE if sources else 1.0
             restart.update({e: w / total * share for e, w in weights.items()})
         else:
             notes.append("no entity of the query was found in the graph")
-        if passages:
-            scores = np.array([s for _n, s in passages], dtype=np.float64)
-            low, high = scores.min(), scores.max()
-            scaled = (scores - low) / (high - low) if high > low else np.ones_like(scores)
-            scaled = np.maximum(scaled, PASSAGE_FLOOR)
-            share = PASSAGE_SHARE if entities else 1.0
-            for (node, _s), w in zip(passages, scaled / scaled.sum(), strict=True):
-                restart[node] = restart.get(node, 0.0) + float(w) * share
+        if sources:
+            passage_mass = PASSAGE_SHARE if entities else 1.0
+            shares = {"semantic": 1.0 - KEYWORD_SEED_SHARE, "keyword": KEYWORD_SEED_SHARE}
+            total_share = sum(shares.get(name, 0.0) for name in sources) or 1.0
+            for name, hits in sources.items():
+                scores = np.array([s for _n, s in hits], dtype=np.float64)
+                low, high = scores.min(), scores.max()
+                scaled = (scores - low) / (high - low) if high > low else np.ones_like(scores)
+                scaled = np.maximum(scaled, PASSAGE_FLOOR)
+                share = passage_mass * shares.get(name, 0.0) / total_share
+                for (node, _s), w in zip(hits, scaled / scaled.sum(), strict=True):
+                    restart[node] = restart.get(node, 0.0) + float(w) * share
         return restart, notes
 
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:

@@ -17,7 +17,7 @@ import numpy as np
 
 from hybridrag.indexing.filters import ChunkFilters, naive_utc
 from hybridrag.pipeline.fusion import FusedItem, max_unseen_score
-from hybridrag.pipeline.graph_retriever import PASSAGE_SEEDS
+from hybridrag.pipeline.graph_retriever import PASSAGE_SEEDS, SEEDERS
 from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.pipeline.retrievers import RetrievalQuery, Retrieved
 from hybridrag.schemas.base import QueryTypeName
@@ -97,11 +97,11 @@ def run_retrievers(
         finally:
             timings[name] = (time.perf_counter() - t0) * 1000
 
-    # The graph seeds its walk with the semantic retriever's top passages, so with both it starts when
-    # semantic is done (and searches for its own seeds only when semantic failed or is not running).
-    after_semantic = "graph" in active and "semantic" in active
+    # The graph seeds its walk with the other retrievers' top passages, so it starts when they are done
+    # (and searches for its own seeds only when none of them is running).
+    seeders = [name for name in SEEDERS if name in active] if "graph" in active else []
     futures: dict[str, Future[Retrieved]] = {
-        name: pool.submit(timed, name, query) for name in active if not (after_semantic and name == "graph")
+        name: pool.submit(timed, name, query) for name in active if not (seeders and name == "graph")
     }
     out: dict[str, Retrieved] = {}
 
@@ -115,12 +115,15 @@ def run_retrievers(
             log.exception("retriever %s failed", name)
             notes.append(StageNote(stage=name, status="failed", reason=f"{type(exc).__name__}: {exc}"))
 
-    if after_semantic:
-        collect("semantic", futures.pop("semantic"))
-        seeds = None
-        if "semantic" in out:
-            seeds = tuple((c.id, c.raw_score) for c in out["semantic"].candidates[:PASSAGE_SEEDS])
-        futures["graph"] = pool.submit(timed, "graph", replace(query, seed_passages=seeds))
+    if seeders:
+        for name in seeders:
+            collect(name, futures.pop(name))
+        seeds = {
+            name: tuple((c.id, c.raw_score) for c in out[name].candidates[:PASSAGE_SEEDS])
+            for name in seeders
+            if name in out
+        }
+        futures["graph"] = pool.submit(timed, "graph", replace(query, seed_passages=seeds or None))
     for name, fut in futures.items():
         collect(name, fut)
     return {name: out[name] for name in active if name in out}, timings

@@ -6,7 +6,7 @@ number of chunks that matched (for an honest `totalCount`). Filters are applied 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,9 +25,9 @@ class RetrievalQuery:
     vector: np.ndarray | None = None  # the query embedding (the caller's, or computed once per search)
     query_type: str = "local"
     entities: tuple[str, ...] = ()
-    # Passages (chunk id, raw score) another retriever of this search already found, best first: the graph
-    # seeds its walk with them instead of searching again. None: nobody did.
-    seed_passages: tuple[tuple[str, float], ...] | None = None
+    # Passages (chunk id, raw score) other retrievers of this search already found, best first, by retriever
+    # name: the graph seeds its walk with them instead of searching again. None: nobody did.
+    seed_passages: Mapping[str, tuple[tuple[str, float], ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
