@@ -24,7 +24,7 @@ class Settings(BaseSettings):
         description="Query embedding model; must be the model the index was built with.",
     )
     encoder: Literal["torch", "onnx", "auto"] = Field(
-        "torch",
+        "auto",
         description="How the query model runs: sentence-transformers on torch, its ONNX export "
         "(`hybridrag models install NAME`; about 4x faster per query here), or auto (the export when "
         "installed). Any of them searches an index built by any other (same model, cosine >= 0.99).",
