@@ -263,7 +263,7 @@ def synonym_pairs(
     """Entity pairs with close name vectors: each entity's `neighbours` nearest at cosine >= `threshold`.
 
     Exact search in blocks of rows (memory stays at block x entities); the work is quadratic in the number of
-    entities, which is why synonyms are an option of the build (benchmarks/README.md states the cost).
+    entities, which is why synonyms are an option of the build (the README states what they cost and gave).
     """
     vectors = np.asarray(vectors, dtype=np.float32)
     n = len(entities)
