@@ -29,6 +29,7 @@ hybridrag bench latency --dataset ../shared/data/scifact --split train   # + a s
 hybridrag bench load --dataset ../shared/data/hotpotqa100 --split dev    # load, swap under load, soak
 hybridrag bench extract --source ../shared/data/pdf                     # PDF extractors compared
 hybridrag bench graph --dataset ../shared/data/scifact --split train     # graph size and stage cost, 12.5k + 100k
+hybridrag bench profile --dataset ../shared/data/scifact --split train   # per-stage milliseconds, 12.5k + 100k
 python -m hybridrag.benchmarks.japanese_tokenization ../shared/data/jaquad_ja dev benchmarks/.cache/jaquad_ja-minilm-800
 ```
 

@@ -210,3 +210,15 @@ def test_graph_cost_benchmark(sample_index: Path) -> None:
     assert row["chunks"] > 0 and row["entities"] > 0 and row["edges"] > 0 and row["matrixBytes"] > 0
     assert row["queries"] == 2 and row["stageP50ms"] > 0 and row["neighbourhoodP50"] > 0
     assert "| sample |" in to_markdown(report)
+
+
+def test_profile_benchmark_splits_a_search_into_stages(sample_index: Path) -> None:
+    from hybridrag.benchmarks.profile import STAGES, run_profile, to_markdown
+
+    report = run_profile([("sample", sample_index)], ["Who founded Sony?", "トヨタの創業者"], "minilm")
+    (row,) = report["reports"]
+    assert set(row["p50ms"]) == set(STAGES) and row["queries"] == 2
+    assert row["p50ms"]["embed"] > 0 and row["p50ms"]["keyword"] > 0 and row["p50ms"]["graph"] > 0
+    parts = sum(row["p50ms"][s] for s in ("classify", "embed", "semantic", "graph", "fusion+cut", "response"))
+    assert row["p50ms"]["total"] <= parts * 1.5 + 5  # the stages account for the whole
+    assert "| sample (" in to_markdown(report)

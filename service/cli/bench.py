@@ -290,6 +290,48 @@ def bench_graph(
     typer.echo(markdown)
 
 
+@bench_app.command("profile")
+def bench_profile(
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
+    ],
+    split: Annotated[str, typer.Option(help="qrels split whose queries are used")] = "test",
+    synthetic_chunks: Annotated[
+        int, typer.Option(min=0, help="Also profile the synthetic corpus of this many chunks (0: skip)")
+    ] = 100_000,
+    max_queries: Annotated[int, typer.Option(min=1, help="Queries per index")] = 200,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """Where a hybrid search's milliseconds go: classify, embed, each retriever, fusion, response."""
+    offline()
+    from hybridrag.benchmarks.common import CACHE, RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.profile import run_profile, to_markdown
+    from hybridrag.benchmarks.synthetic import build_synthetic
+    from hybridrag.benchmarks.synthetic import to_markdown as build_markdown
+    from hybridrag.indexing.build import BuildConfig
+
+    data = load_beir(dataset, split)
+    queries = [data.queries[q][:1000] for q in sorted(data.queries)[:max_queries]]
+    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    indexes = [(data.name, index_dir)]
+    target = out or RESULTS / f"profile-{data.name}-{embedding_model}.json"
+    if synthetic_chunks:
+        synthetic_dir = CACHE / f"synthetic-{data.name}-{embedding_model}-{synthetic_chunks}"
+        if not (synthetic_dir / "index" / "current").exists():
+            built = build_synthetic(index_dir, synthetic_chunks, synthetic_dir, embedding_model)
+            write_results(
+                target.with_name(f"build-synthetic-{synthetic_chunks}.json"), built, build_markdown(built)
+            )
+        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic_dir / "index"))
+    report = run_profile(indexes, queries, embedding_model)
+    markdown = to_markdown(report)
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+
+
 @bench_app.command("extract")
 def bench_extract(
     source: Annotated[Path, typer.Option("--source", help="A folder of PDFs (e.g. ../shared/data/pdf)")],
