@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 from typer.testing import CliRunner
 
 from hybridrag.cli.bench import app
@@ -81,14 +82,11 @@ def test_console_script_is_installed() -> None:
 
 @pytest.mark.slow
 def test_serve_answers_real_hits_on_loopback(sample_index: Path) -> None:
-    import socket
     import time
 
     import httpx
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     exe = Path(sys.executable).with_name("hybridrag")
     env = {**os.environ, "HYBRIDRAG_LOG_JSON": "true", "HYBRIDRAG_EMBEDDING_MODEL": "minilm"}
     proc = subprocess.Popen(
@@ -121,14 +119,11 @@ def test_serve_answers_real_hits_on_loopback(sample_index: Path) -> None:
 @pytest.mark.slow
 def test_serve_runs_several_workers_on_one_port(sample_index: Path) -> None:
     """`--workers 2`: two processes, each with its own engine, answer on one port (loopback only)."""
-    import socket
     import time
 
     import httpx
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     exe = Path(sys.executable).with_name("hybridrag")
     env = {**os.environ, "HYBRIDRAG_EMBEDDING_MODEL": "minilm"}
     proc = subprocess.Popen(

@@ -21,6 +21,20 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(bench_app, name="bench")
 
 
+def synthetic_index(name: str, base_index: Path, chunks: int, embedding_model: str, target: Path) -> Path:
+    """The synthetic corpus of `chunks` chunks built from `base_index` (cached; its build report is written
+    beside `target` when it is built), as an index directory."""
+    from hybridrag.benchmarks.common import CACHE, write_results
+    from hybridrag.benchmarks.synthetic import build_synthetic
+    from hybridrag.benchmarks.synthetic import to_markdown as build_markdown
+
+    synthetic_dir = CACHE / f"synthetic-{name}-{embedding_model}-{chunks}"
+    if not (synthetic_dir / "index" / "current").exists():
+        built = build_synthetic(base_index, chunks, synthetic_dir, embedding_model)
+        write_results(target.with_name(f"build-synthetic-{chunks}.json"), built, build_markdown(built))
+    return synthetic_dir / "index"
+
+
 @bench_app.command("quality")
 def bench_quality(
     dataset: Annotated[
@@ -114,10 +128,8 @@ def bench_latency(
 ) -> None:
     """p50/p95/p99 and requests/s per strategy at 1, 4 and 16 clients against the HTTP service on loopback."""
     offline()
-    from hybridrag.benchmarks.common import CACHE, RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
     from hybridrag.benchmarks.latency import plot, run_latency, to_markdown
-    from hybridrag.benchmarks.synthetic import build_synthetic
-    from hybridrag.benchmarks.synthetic import to_markdown as build_markdown
     from hybridrag.indexing.build import BuildConfig
 
     try:
@@ -140,15 +152,9 @@ def bench_latency(
     ]
     markdown = to_markdown(reports[0])
     if synthetic_chunks:
-        synthetic_dir = CACHE / f"synthetic-{data.name}-{embedding_model}-{synthetic_chunks}"
-        if not (synthetic_dir / "index" / "current").exists():
-            built = build_synthetic(index_dir, synthetic_chunks, synthetic_dir, embedding_model)
-            write_results(
-                target.with_name(f"build-synthetic-{synthetic_chunks}.json"), built, build_markdown(built)
-            )
         reports.append(
             run_latency(
-                synthetic_dir / "index",
+                synthetic_index(data.name, index_dir, synthetic_chunks, embedding_model, target),
                 queries,
                 embedding_model,
                 level_list,
@@ -265,10 +271,8 @@ def bench_graph(
 ) -> None:
     """Graph size, load time, build stage and the graph stage of a search (seed / walk / total), in process."""
     offline()
-    from hybridrag.benchmarks.common import CACHE, RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
     from hybridrag.benchmarks.graph_cost import run_graph_cost, to_markdown
-    from hybridrag.benchmarks.synthetic import build_synthetic
-    from hybridrag.benchmarks.synthetic import to_markdown as build_markdown
     from hybridrag.indexing.build import BuildConfig
 
     data = load_beir(dataset, split)
@@ -277,13 +281,8 @@ def bench_graph(
     indexes = [(data.name, index_dir)]
     target = out or RESULTS / f"graph-cost-{data.name}-{embedding_model}.json"
     if synthetic_chunks:
-        synthetic_dir = CACHE / f"synthetic-{data.name}-{embedding_model}-{synthetic_chunks}"
-        if not (synthetic_dir / "index" / "current").exists():
-            built = build_synthetic(index_dir, synthetic_chunks, synthetic_dir, embedding_model)
-            write_results(
-                target.with_name(f"build-synthetic-{synthetic_chunks}.json"), built, build_markdown(built)
-            )
-        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic_dir / "index"))
+        synthetic = synthetic_index(data.name, index_dir, synthetic_chunks, embedding_model, target)
+        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic))
     report = run_graph_cost(indexes, queries, embedding_model)
     markdown = to_markdown(report)
     write_results(target, report, markdown)
@@ -307,10 +306,8 @@ def bench_profile(
 ) -> None:
     """Where a hybrid search's milliseconds go: classify, embed, each retriever, fusion, response."""
     offline()
-    from hybridrag.benchmarks.common import CACHE, RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
     from hybridrag.benchmarks.profile import run_profile, to_markdown
-    from hybridrag.benchmarks.synthetic import build_synthetic
-    from hybridrag.benchmarks.synthetic import to_markdown as build_markdown
     from hybridrag.indexing.build import BuildConfig
 
     data = load_beir(dataset, split)
@@ -319,13 +316,8 @@ def bench_profile(
     indexes = [(data.name, index_dir)]
     target = out or RESULTS / f"profile-{data.name}-{embedding_model}.json"
     if synthetic_chunks:
-        synthetic_dir = CACHE / f"synthetic-{data.name}-{embedding_model}-{synthetic_chunks}"
-        if not (synthetic_dir / "index" / "current").exists():
-            built = build_synthetic(index_dir, synthetic_chunks, synthetic_dir, embedding_model)
-            write_results(
-                target.with_name(f"build-synthetic-{synthetic_chunks}.json"), built, build_markdown(built)
-            )
-        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic_dir / "index"))
+        synthetic = synthetic_index(data.name, index_dir, synthetic_chunks, embedding_model, target)
+        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic))
     report = run_profile(indexes, queries, embedding_model)
     markdown = to_markdown(report)
     write_results(target, report, markdown)
