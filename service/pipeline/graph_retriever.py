@@ -75,9 +75,8 @@ class GraphIndex:
     names: dict[str, list[int]]
     adjacency: sparse.csr_matrix  # every edge in both directions (reach and paths), weights summed
     transition_t: sparse.csr_matrix  # P transposed, P = D^-1 A
-    incidence: sparse.csr_matrix  # chunks x entities
     chunk_ids: list[str]
-    chunk_index: dict[str, int]  # chunk id -> row of `incidence`
+    chunk_index: dict[str, int]  # chunk id -> position in `chunk_ids`
     entity_index: dict[str, int]
     community_of: dict[str, str]
     relations_of: dict[str, list[str]]
@@ -118,15 +117,11 @@ class GraphIndex:
             cols += [b, a]
             weights += [SYNONYM_WEIGHT * syn.similarity] * 2
             synonyms.add((min(a, b), max(a, b)))
-        inc_rows: list[int] = []
-        inc_cols: list[int] = []
         for i, e in enumerate(graph.entities):
             titled = set(e.title_chunk_ids)
             for cid in e.chunk_ids:
                 if cid in chunk_pos:
                     node = ne + chunk_pos[cid]
-                    inc_rows.append(chunk_pos[cid])
-                    inc_cols.append(i)
                     # Passage -> entity: every entity it mentions alike. Entity -> passage: mostly to the
                     # passages about it (title), so a bridge entity leads to its own article.
                     rows += [node, i]
@@ -137,9 +132,6 @@ class GraphIndex:
         out_weight = np.asarray(directed.sum(axis=1)).ravel()
         inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
         transition = sparse.diags(inv) @ directed
-        incidence = sparse.csr_matrix(
-            (np.ones(len(inc_rows)), (inc_rows, inc_cols)), shape=(len(chunk_order), ne)
-        )
         community_of = {eid: c.id for c in graph.communities for eid in c.entity_ids}
         relations_of: dict[str, list[str]] = {}
         for r in sorted(graph.relations, key=lambda r: (-r.count, r.id)):
@@ -158,7 +150,6 @@ class GraphIndex:
             names,
             adjacency,
             sparse.csr_matrix(transition.T),
-            incidence,
             chunk_order,
             chunk_pos,
             index,
