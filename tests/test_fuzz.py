@@ -9,6 +9,12 @@ from typing import Any
 
 import pytest
 import schemathesis
+
+# schemathesis imports its OpenAPI loaders lazily, inside `from_asgi`; pytest's assertion rewriting then
+# compiles them deep inside a running test, where CPython 3.11.7's compiler intermittently fails with
+# "SystemError: AST constructor recursion depth mismatch" (seen in CI). Importing them here, at collection,
+# compiles them at a shallow stack.
+import schemathesis.specs.openapi.schemas
 from hypothesis import HealthCheck, given, settings
 
 from hybridrag.http.app import create_app
