@@ -135,9 +135,10 @@ def drive(
     path: str = "/v1/search",
     on_tick: Callable[[float], None] | None = None,
     until: Callable[[float], bool] | None = None,
+    pause_s: float = 0.0,
 ) -> DriveResult:
     """`clients` threads post `bodies` round-robin until `requests` in all were sent, `duration_s` passed, or
-    `until(elapsed)` says so."""
+    `until(elapsed)` says so; each waits `pause_s` between its requests (a steady load, not a saturating one)."""
     if requests is None and duration_s is None and until is None:
         raise ValueError("give requests, duration_s or until")
     result = DriveResult()
@@ -161,6 +162,8 @@ def drive(
     def client() -> None:
         with httpx.Client(base_url=url, timeout=30) as http:
             while (i := next_index()) is not None:
+                if pause_s and stop.wait(pause_s):
+                    return
                 t0 = time.perf_counter()
                 try:
                     r = http.post(path, json=bodies[i % len(bodies)])

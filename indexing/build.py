@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -185,6 +185,20 @@ class _Timer:
         self._sink[self._name] = self._sink.get(self._name, 0.0) + time.perf_counter() - self._t0
 
 
+class PassageEngine(Protocol):
+    """Chunks documents and embeds their chunks: in this process (the default) or on a cluster (Ray).
+
+    Whatever runs it, the result is the same: `make_chunks` gives the chunks, `embedding_text` what each is
+    embedded as, and the vectors come from the configured model, one row per chunk in the same order.
+    """
+
+    name: str
+
+    def chunk_and_embed(
+        self, docs: Sequence[Document], config: BuildConfig, embedder: Embedder | None
+    ) -> tuple[list[Chunk], np.ndarray | None]: ...
+
+
 def _batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
@@ -199,11 +213,13 @@ class IndexBuilder:
         config: BuildConfig | None = None,
         embedder: Embedder | None = None,
         progress: Callable[..., Iterable[Any]] | None = None,
+        passages: PassageEngine | None = None,
     ) -> None:
         self.index_dir = index_dir
         self.config = config or BuildConfig()
         self._embedder = embedder
         self._progress = progress or _no_progress
+        self._passages = passages
 
     def _get_embedder(self) -> Embedder | None:
         if self.config.embedding_model is None:
@@ -331,10 +347,16 @@ class IndexBuilder:
     ) -> BuildSummary:
         config = self.config
         create = base is None
-        with stages.timed("chunk"):
-            new_chunks: list[Chunk] = []
-            for doc in self._progress(new_docs, "chunk", len(new_docs)):
-                new_chunks.extend(make_chunks(doc, config))
+        embedder = self._get_embedder()
+        new_vectors: np.ndarray | None = None
+        if self._passages is not None and new_docs:
+            with stages.timed("chunk+embed"):
+                new_chunks, new_vectors = self._passages.chunk_and_embed(new_docs, config, embedder)
+        else:
+            with stages.timed("chunk"):
+                new_chunks = []
+                for doc in self._progress(new_docs, "chunk", len(new_docs)):
+                    new_chunks.extend(make_chunks(doc, config))
         removed = [d for d in old_docs if d.doc_id in remove_ids]
         docs = [d for d in old_docs if d.doc_id not in remove_ids] + new_docs
         chunks = [c for c in old_chunks if c.doc_id not in remove_ids] + new_chunks
@@ -365,19 +387,22 @@ class IndexBuilder:
             kw.commit()
 
         embedding: dict[str, Any] | None = None
-        embedder = self._get_embedder()
         if embedder is not None:
             if base is not None and base.manifest.get("embedding", {}).get("dim") not in (None, embedder.dim):
                 raise store.IndexUnavailable("embedding dimension differs from the index being updated")
             vw = VectorIndexWriter(staging / "vectors", embedder.dim, create=create)
             if removed:
                 vw.delete_documents([d.doc_id for d in removed])
-            batches = list(_batched(new_chunks, 256))
-            for batch in self._progress(batches, "embed", len(batches)):
-                with stages.timed("embed"):
-                    vectors = embedder.embed_passages(
-                        [embedding_text(titles[c.doc_id], c.text) for c in batch]
-                    )
+            batches = list(_batched(range(len(new_chunks)), 256))
+            for rows in self._progress(batches, "embed", len(batches)):
+                batch = [new_chunks[i] for i in rows]
+                if new_vectors is not None:
+                    vectors = new_vectors[rows[0] : rows[-1] + 1]
+                else:
+                    with stages.timed("embed"):
+                        vectors = embedder.embed_passages(
+                            [embedding_text(titles[c.doc_id], c.text) for c in batch]
+                        )
                 with stages.timed("vectors"):
                     vw.add(
                         {
@@ -439,6 +464,7 @@ class IndexBuilder:
             "counts": {"documents": len(docs), "chunks": len(chunks)},
             "graph": graph_counts,
             "stageSeconds": {k: round(v, 3) for k, v in stages.seconds.items()},
+            "engine": self._passages.name if self._passages is not None else "local",
         }
         with stages.timed("publish"):
             published = store.publish(self.index_dir, staging, manifest)

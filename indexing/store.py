@@ -125,19 +125,29 @@ def publish(index_dir: Path, staging: Path, manifest: dict[str, Any]) -> IndexVe
     """Seal a staging directory: manifest last, fsync, move into versions/, switch current atomically."""
     manifest = {**manifest, "formatVersion": FORMAT_VERSION}
     write_json_atomic(staging / MANIFEST, manifest)
+    return IndexVersion(adopt(index_dir, staging, str(manifest["version"])), manifest)
+
+
+def adopt(index_dir: Path, staging: Path, version: str) -> Path:
+    """Move a complete staging directory (manifest included) into versions/ and switch current to it."""
     _fsync_tree(staging)
     versions = index_dir / "versions"
     versions.mkdir(exist_ok=True)
-    final = versions / str(manifest["version"])
+    final = versions / version
     os.rename(staging, final)
     _fsync_dir(versions)
-    tmp_link = index_dir / f".current-{manifest['version']}"
+    switch_current(index_dir, final)
+    return final
+
+
+def switch_current(index_dir: Path, final: Path) -> None:
+    """Point `current` at a version directory inside versions/ (a symlink replaced atomically)."""
+    tmp_link = index_dir / f".current-{final.name}"
     if tmp_link.is_symlink() or tmp_link.exists():
         tmp_link.unlink()
     os.symlink(os.path.join("versions", final.name), tmp_link)
     os.replace(tmp_link, index_dir / "current")
     _fsync_dir(index_dir)
-    return IndexVersion(final, manifest)
 
 
 def current_version(index_dir: Path) -> IndexVersion:

@@ -368,3 +368,53 @@ def bench_encoders(
     markdown = to_markdown(report)
     write_results(out or RESULTS / "encoders.json", report, markdown)
     typer.echo(markdown)
+
+
+@bench_app.command("scaleout")
+def bench_scaleout(
+    data: Annotated[Path, typer.Argument(help="A BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/)")],
+    split: Annotated[str, typer.Option(help="Which qrels file picks the queries")] = "train",
+    docs: Annotated[
+        int, typer.Option(min=1, help="Corpus size (documents the queries judge are always kept)")
+    ] = 500,
+    queries: Annotated[int, typer.Option(min=1)] = 50,
+    clients: Annotated[int, typer.Option(min=1, help="Client threads per replica during the rebuild")] = 1,
+    pause: Annotated[
+        float, typer.Option(min=0, help="Seconds each client waits between requests (0: saturate)")
+    ] = 0.25,
+    settle: Annotated[
+        float, typer.Option(min=0, help="Seconds of load before the rebuild and after the switch")
+    ] = 5,
+    embedding_model: ModelOpt = "minilm",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """Ray build (head + 2 workers) to an S3-protocol bucket vs a local build, and two replicas following it
+    through a rebuild under load. Runs itself in a network namespace with loopback alone (root)."""
+    import signal
+    import sys
+    import tempfile
+
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, write_results
+    from hybridrag.benchmarks.scaleout import private_network, reexec_in_namespace, run_scaleout, to_markdown
+
+    if not data.is_dir():
+        raise typer.BadParameter(f"{data} is not a folder", param_hint="DATA")
+    if not private_network():
+        try:
+            code = reexec_in_namespace([sys.executable, "-m", "hybridrag.cli", *sys.argv[1:]])
+        except RuntimeError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        raise typer.Exit(code)
+    # A SIGTERM (a timeout) must still stop the Ray nodes and the replicas this run started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tempfile.TemporaryDirectory(prefix="hybridrag-scaleout-") as work:
+        report = run_scaleout(
+            data, split, Path(work), embedding_model, docs, queries, clients, pause, settle_s=settle
+        )
+    markdown = to_markdown(report)
+    write_results(out or RESULTS / f"scaleout-{data.name}.json", report, markdown)
+    typer.echo(markdown)

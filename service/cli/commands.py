@@ -4,9 +4,11 @@ Benchmark commands live in `bench.py` and are added to the same app there."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -53,6 +55,47 @@ def _print_summary(summary: dict[str, object], as_json: bool) -> None:
         typer.echo(f"  - {item}", err=True)
 
 
+IndexOpt = Annotated[
+    str,
+    typer.Option("--index", help="Index directory, or an object-storage URL (s3://bucket/prefix)"),
+]
+CacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Where a remote index is mirrored locally (default: $HYBRIDRAG_CACHE_DIR or ~/.cache/hybridrag)",
+    ),
+]
+
+
+@contextlib.contextmanager
+def _index_location(location: str, cache_dir: Path | None) -> Iterator[Path]:
+    """The local folder to build or update in; for an s3:// URL its mirror, uploaded when a version was made."""
+    from hybridrag.indexing.remote import (
+        DamagedVersion,
+        RemoteIndex,
+        RemoteUnavailable,
+        default_cache_dir,
+        is_remote,
+        remote_workspace,
+    )
+
+    if not is_remote(location):
+        yield Path(location)
+        return
+    try:
+        RemoteIndex.open(location)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--index/--out") from None
+    try:
+        with remote_workspace(location, cache_dir or default_cache_dir()) as mirror:
+            yield mirror
+    except (RemoteUnavailable, DamagedVersion) as exc:  # raised only by the object store, never the build
+        typer.echo(f"error: {exc}; the remote index was not changed", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"remote    {location} (current moved to the new version)", err=True)
+
+
 def _nothing_indexed(exc: Exception) -> NoReturn:
     """Say that nothing was indexed (and what was skipped, why), then exit non-zero; `current` is untouched."""
     typer.echo(f"error: {exc}; the index was not changed", err=True)
@@ -75,7 +118,12 @@ def index_build(
         Path,
         typer.Argument(help="A folder of .md/.txt/.html/.jsonl/.pdf/.docx files, or a BEIR corpus.jsonl"),
     ],
-    out: Annotated[Path, typer.Option("--out", help="Index directory (holds versions/ and current)")],
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out", help="Index directory (holds versions/ and current), or s3://bucket/prefix (see README)"
+        ),
+    ],
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     chunk_size: Annotated[int, typer.Option(min=50, help="Chunk size in characters")] = 800,
     chunk_overlap: Annotated[int, typer.Option(min=0, help="Overlap between chunks in characters")] = 120,
@@ -90,6 +138,24 @@ def index_build(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
+    cache_dir: CacheOpt = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="Where chunks are made and embedded: local (this process) or ray (a Ray cluster; "
+            "needs hybridrag[ray])",
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Ray cluster address (host:port); default: $RAY_ADDRESS or a local one"
+        ),
+    ] = None,
+    ray_batch_size: Annotated[
+        int, typer.Option("--ray-batch-size", min=1, help="Chunks per embedding call on a Ray actor")
+    ] = 64,
 ) -> None:
     """Build a new index version from SOURCE and switch `current` to it atomically."""
     offline()
@@ -100,6 +166,18 @@ def index_build(
         raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
     if chunk_overlap >= chunk_size:
         raise typer.BadParameter("must be smaller than --chunk-size", param_hint="--chunk-overlap")
+    if engine not in ("local", "ray"):
+        raise typer.BadParameter("use local or ray", param_hint="--engine")
+    passages = None
+    if engine == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            typer.echo("error: --engine ray needs Ray: pip install 'hybridrag[ray]'", err=True)
+            raise typer.Exit(2)
+        from hybridrag.indexing.distributed import RayPassages
+
+        passages = RayPassages(address, batch_size=ray_batch_size)
     config = BuildConfig(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
@@ -107,7 +185,9 @@ def index_build(
         graph_synonyms=synonyms,
     )
     try:
-        summary = IndexBuilder(out, config, progress=tqdm_progress(progress)).build(source)
+        with _index_location(out, cache_dir) as local:
+            builder = IndexBuilder(local, config, progress=tqdm_progress(progress), passages=passages)
+            summary = builder.build(source)
     except ModelUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -119,15 +199,17 @@ def index_build(
 @index_app.command("add")
 def index_add(
     source: Annotated[Path, typer.Argument(help="Documents to add (same formats as build)")],
-    index: Annotated[Path, typer.Option("--index", help="Index directory")],
+    index: IndexOpt,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    cache_dir: CacheOpt = None,
 ) -> None:
     """Add (or replace, by id) documents in a new version of the index."""
     offline()
     from hybridrag.indexing.build import IndexBuilder, NothingToIndex
 
     try:
-        summary = IndexBuilder(index).add(source)
+        with _index_location(index, cache_dir) as local:
+            summary = IndexBuilder(local).add(source)
     except NothingToIndex as exc:
         _nothing_indexed(exc)
     _print_summary(summary.as_dict(), as_json)
@@ -135,16 +217,18 @@ def index_add(
 
 @index_app.command("delete")
 def index_delete(
-    index: Annotated[Path, typer.Option("--index", help="Index directory")],
+    index: IndexOpt,
     doc_id: Annotated[list[str], typer.Option("--doc-id", help="Document id to delete (repeatable)")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    cache_dir: CacheOpt = None,
 ) -> None:
     """Delete documents from every store, in a new version of the index."""
     offline()
     from hybridrag.indexing.build import IndexBuilder
 
     try:
-        summary = IndexBuilder(index).delete(doc_id)
+        with _index_location(index, cache_dir) as local:
+            summary = IndexBuilder(local).delete(doc_id)
     except KeyError as exc:
         typer.echo(f"error: {exc.args[0]}", err=True)
         raise typer.Exit(2) from None
@@ -153,7 +237,7 @@ def index_delete(
 
 @index_app.command("regraph")
 def index_regraph(
-    index: Annotated[Path, typer.Option("--index", help="Index directory")],
+    index: IndexOpt,
     synonyms: Annotated[
         bool | None,
         typer.Option(
@@ -161,6 +245,7 @@ def index_regraph(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    cache_dir: CacheOpt = None,
 ) -> None:
     """Rebuild the knowledge graph from the stored entity mentions, in a new version of the index."""
     offline()
@@ -169,7 +254,8 @@ def index_regraph(
     from hybridrag.indexing.store import IndexUnavailable
 
     try:
-        summary = IndexBuilder(index).regraph(synonyms)
+        with _index_location(index, cache_dir) as local:
+            summary = IndexBuilder(local).regraph(synonyms)
     except (ValueError, IndexUnavailable, ModelUnavailable) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -177,17 +263,37 @@ def index_regraph(
 
 
 @index_app.command("info")
-def index_info(index: Annotated[Path, typer.Argument(help="Index directory")]) -> None:
+def index_info(
+    index: Annotated[str, typer.Argument(help="Index directory or object-storage URL")],
+) -> None:
     """Print the manifest of the current version."""
-    from hybridrag.indexing.store import current_version
+    from hybridrag.indexing.remote import RemoteIndex, RemoteUnavailable, is_remote
+    from hybridrag.indexing.store import IndexUnavailable, current_version
 
-    typer.echo(json.dumps(current_version(index).manifest, ensure_ascii=False, indent=2))
+    try:
+        if is_remote(index):
+            remote = RemoteIndex.open(index)
+            name = remote.current()
+            manifest = remote.manifest(name) if name is not None else None
+            if manifest is None:
+                raise IndexUnavailable(f"no index published at {index}")
+        else:
+            manifest = current_version(Path(index)).manifest
+    except (IndexUnavailable, RemoteUnavailable, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(manifest, ensure_ascii=False, indent=2))
 
 
 @app.command("serve")
 def serve(
     index_dir: Annotated[
-        Path | None, typer.Option("--index-dir", help="Default: $HYBRIDRAG_INDEX_DIR")
+        str | None,
+        typer.Option(
+            "--index-dir",
+            help="Index directory, or s3://bucket/prefix to follow (mirrored locally). "
+            "Default: $HYBRIDRAG_INDEX_DIR",
+        ),
     ] = None,
     host: Annotated[str | None, typer.Option(help="Default: $HYBRIDRAG_HOST or 127.0.0.1")] = None,
     port: Annotated[int | None, typer.Option(help="Default: $HYBRIDRAG_PORT or 8000")] = None,
@@ -219,13 +325,13 @@ def serve(
         overrides["port"] = port
     settings = Settings(**overrides)  # type: ignore[arg-type]
     configure_logging(settings.log_level, settings.log_json)
-    if sample and not (settings.index_dir / "current").exists():
+    if sample and settings.index_url is None and not (settings.index_dir / "current").exists():
         from hybridrag.indexing.build import IndexBuilder, tqdm_progress
 
         typer.echo(f"building the sample corpus into {settings.index_dir} ...", err=True)
         IndexBuilder(settings.index_dir, progress=tqdm_progress()).build(SAMPLE_CORPUS)
     typer.echo(
-        f"hybridrag serving {settings.index_dir} on http://{settings.host}:{settings.port} "
+        f"hybridrag serving {settings.index_url or settings.index_dir} on http://{settings.host}:{settings.port} "
         f"(API docs at /docs; ready when /readyz says so)",
         err=True,
     )
@@ -233,7 +339,8 @@ def serve(
         # Each worker process builds its own app from the environment, so the options given here travel there.
         os.environ.update(
             {
-                "HYBRIDRAG_INDEX_DIR": str(settings.index_dir),
+                "HYBRIDRAG_INDEX_DIR": settings.index_url or str(settings.index_dir),
+                "HYBRIDRAG_CACHE_DIR": str(settings.cache_dir),
                 "HYBRIDRAG_HOST": settings.host,
                 "HYBRIDRAG_PORT": str(settings.port),
             }

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from hybridrag.indexing import store
 from hybridrag.indexing.embedders import Embedder, ModelUnavailable, load_embedder
+from hybridrag.indexing.remote import DamagedVersion, RemoteIndex, RemoteUnavailable, sync_mirror
 from hybridrag.pipeline.batching import BatchingEmbedder
 from hybridrag.pipeline.loaded_index import LoadedIndex, load_index
 from hybridrag.pipeline.rerank import RerankerPool, RerankerUnavailable
@@ -43,12 +44,15 @@ class IndexLifecycle:
         self._reload_lock = threading.Lock()
         self._stop = threading.Event()
         self._failed_target: str | None = None
+        self._refused_remote: str | None = None
         self._rerankers = RerankerPool()
         self._pool = ThreadPoolExecutor(max_workers=settings.search_threads, thread_name_prefix="retriever")
         self.components: dict[str, ComponentStatus] = {
             "index": ComponentStatus(False, "not loaded"),
             "embedder": ComponentStatus(False, "not loaded"),
         }
+        if settings.index_url is not None:
+            self.components["storage"] = ComponentStatus(False, "not contacted yet", required=False)
 
     # -- lifecycle
     def start(self) -> None:
@@ -85,7 +89,39 @@ class IndexLifecycle:
         except RerankerUnavailable as exc:
             # Optional: searches still work, and say in their notes that rerank was skipped and why.
             self.components["reranker"] = ComponentStatus(False, str(exc), False)
+        self.sync_remote()
         self.reload()
+
+    def sync_remote(self) -> None:
+        """Follow a remote index: mirror its current version locally (checked) before it is loaded.
+
+        Failures never stop the service: a replica that cannot reach the store, or finds the new version
+        damaged, keeps serving the version it has and says so in the `storage` component.
+        """
+        url = self.settings.index_url
+        if url is None:
+            return
+        served = self._index.version_name if self._index is not None else "nothing"
+        try:
+            remote = RemoteIndex.open(url)
+            wanted, mirrored = sync_mirror(remote, self.settings.index_dir, refuse=self._refused_remote)
+        except DamagedVersion as exc:
+            log.error("remote index version refused: %s", exc)
+            self._refused_remote = exc.version
+            self.components["storage"] = ComponentStatus(False, f"{exc}; refused, serving {served}", False)
+            return
+        except RemoteUnavailable as exc:
+            log.error("object store unreachable: %s", exc)
+            self.components["storage"] = ComponentStatus(
+                False, f"cannot reach {url} ({exc}); serving {served}", False
+            )
+            return
+        if wanted is not None and wanted == self._refused_remote:
+            return  # still the damaged version: keep saying so
+        self._refused_remote = None
+        self.components["storage"] = ComponentStatus(
+            True, f"following {url}: current {wanted}, mirrored {mirrored}", False
+        )
 
     def reload(self) -> bool:
         """(Re)open the current index version; the previous one keeps serving if this fails.
@@ -125,6 +161,7 @@ class IndexLifecycle:
         def loop() -> None:
             while not self._stop.wait(interval_s):
                 try:
+                    self.sync_remote()
                     self.reload_if_switched()
                 except Exception:  # the watcher must outlive any one bad version
                     log.exception("index reload failed")

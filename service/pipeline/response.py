@@ -50,11 +50,16 @@ def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResu
     entity_ids = graph.entities_of_chunk.get(chunk_id, [])[:20]
     communities = Counter(graph.community_of[e] for e in entity_ids if e in graph.community_of)
     community = min(communities, key=lambda c: (-communities[c], c)) if communities else None
+    # Only pairs among the chunk's own (at most 20) entities: walking every relation of each entity cost
+    # time growing with the corpus (hub entities have thousands of relations at 100k chunks).
+    nodes = [graph.entity_index[e] for e in entity_ids if e in graph.entity_index]
     relation_ids = [
         rid
-        for e in entity_ids
-        for rid in graph.relations_of.get(e, [])
-        if chunk_id in graph.relation_chunks.get(rid, ())
+        for a in nodes
+        for b in nodes
+        if a != b
+        and (rid := graph.edge_relation.get((min(a, b), max(a, b)))) is not None
+        and chunk_id in graph.relation_chunks.get(rid, ())
     ]
     return SearchResultSources(
         chunk_id=chunk_id,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL
+from hybridrag.indexing.remote import default_cache_dir, is_remote, mirror_dir
 
 
 class Settings(BaseSettings):
@@ -16,7 +17,19 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="HYBRIDRAG_", env_file=".env", extra="ignore")
 
-    index_dir: Path = Field(Path("./index"), description="Index directory (the one holding `current`).")
+    index_dir: Path = Field(
+        Path("./index"),
+        description="Index directory (the one holding `current`), or an object-storage URL "
+        "(s3://bucket/prefix), which sets `index_url`.",
+    )
+    index_url: str | None = Field(
+        None,
+        description="Object-storage URL of the index to follow (s3://bucket/prefix): the replica mirrors its "
+        "current version into `cache_dir` and serves the mirror (index_dir is then that mirror).",
+    )
+    cache_dir: Path = Field(
+        default_factory=default_cache_dir, description="Where remote indexes are mirrored locally."
+    )
     host: str = Field("127.0.0.1", description="Address to bind; loopback unless you mean otherwise.")
     port: int = Field(8000, ge=1, le=65535)
     embedding_model: str = Field(
@@ -107,6 +120,22 @@ class Settings(BaseSettings):
     )
     log_level: str = Field("INFO")
     log_json: bool = Field(True, description="One JSON object per log line.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _remote_index_dir(cls, data: Any) -> Any:
+        if isinstance(data, dict) and is_remote(str(data.get("index_dir", ""))):
+            data = {**data, "index_url": str(data["index_dir"])}
+            del data["index_dir"]
+        return data
+
+    @model_validator(mode="after")
+    def _mirror(self) -> Settings:
+        if self.index_url is not None:
+            if not is_remote(self.index_url):
+                raise ValueError(f"index_url {self.index_url!r} is not an s3://, gs:// or az:// URL")
+            self.index_dir = mirror_dir(self.cache_dir, self.index_url)
+        return self
 
     @property
     def rerank_sources(self) -> dict[str, str]:

@@ -1,0 +1,299 @@
+"""Index versions on object storage: S3 and S3-compatible servers (GCS and Azure through the same code).
+
+A remote index is a URL (``s3://bucket/prefix``) holding complete versions and one pointer::
+
+    URL/versions/<version>/...              every file of a local version, byte for byte (``vectors/`` is a
+                                            LanceDB dataset, openable in place on the bucket)
+    URL/versions/<version>/files.json       size and sha256 of each of those files, written after them
+    URL/versions/<version>/manifest.json    written after files.json: a version without it is incomplete
+    URL/current                             the version's name: one small object, written last
+
+Builds run on a local mirror (an ordinary index directory) and then upload the new version; a killed upload
+leaves `current` on the previous version. Replicas download a version into their own mirror, check every
+file against files.json, and only then switch the mirror's `current` (the local hot-swap rules do the rest),
+so a half-uploaded, half-downloaded or damaged version is never served.
+
+Credentials come from the standard AWS environment variables / profile (pyarrow's S3 client is the AWS SDK);
+``AWS_ENDPOINT_URL`` (or ``AWS_ENDPOINT_URL_S3``) points at a MinIO-style server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from hybridrag.indexing import store
+from hybridrag.indexing.text import content_hash
+
+SCHEMES = ("s3", "gs", "gcs", "az", "abfs")
+CURRENT = "current"
+FILES = "files.json"
+_CHUNK = 1 << 20
+
+
+class RemoteUnavailable(RuntimeError):
+    """The object store could not be reached or answered with an error."""
+
+
+class DamagedVersion(RuntimeError):
+    """A remote version that is incomplete or whose files do not match their checksums."""
+
+    def __init__(self, version: str, message: str) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+def is_remote(location: str | os.PathLike[str]) -> bool:
+    """True for an object-storage URL (s3://, gs://, az://), False for a local path."""
+    text = str(location)
+    return "://" in text and text.split("://", 1)[0].lower() in SCHEMES
+
+
+def default_cache_dir() -> Path:
+    """Where remote indexes are mirrored: $HYBRIDRAG_CACHE_DIR, else ~/.cache/hybridrag."""
+    return Path(os.environ.get("HYBRIDRAG_CACHE_DIR") or "~/.cache/hybridrag").expanduser()
+
+
+def mirror_dir(cache_dir: Path, url: str) -> Path:
+    """The local mirror of a remote index inside `cache_dir` (one folder per URL)."""
+    return cache_dir / f"index-{content_hash(url.rstrip('/'), length=12)}"
+
+
+def _s3_options() -> dict[str, Any]:
+    from pyarrow.fs import AwsStandardS3RetryStrategy
+
+    options: dict[str, Any] = {
+        "connect_timeout": 5.0,
+        "request_timeout": 30.0,
+        "retry_strategy": AwsStandardS3RetryStrategy(max_attempts=3),
+    }
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        parts = urlsplit(endpoint)
+        options["endpoint_override"] = parts.netloc or parts.path
+        options["scheme"] = parts.scheme or "https"
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        options["region"] = region
+    return options
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteIndex:
+    """One remote index location: the filesystem client and the bucket/prefix path under it."""
+
+    url: str
+    fs: Any  # pyarrow.fs.FileSystem
+    root: str
+
+    @classmethod
+    def open(cls, url: str) -> RemoteIndex:
+        import pyarrow.fs as pafs
+
+        url = url.rstrip("/")
+        if not is_remote(url):
+            raise ValueError(f"{url} is not an object-storage URL ({', '.join(s + '://' for s in SCHEMES)})")
+        scheme, rest = url.split("://", 1)
+        if not rest or rest.startswith("/"):
+            raise ValueError(f"{url} names no bucket")
+        if scheme.lower() == "s3":
+            return cls(url, pafs.S3FileSystem(**_s3_options()), rest)
+        fs, path = pafs.FileSystem.from_uri(url)
+        return cls(url, fs, path)
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.root, *parts])
+
+    # -- small objects
+    def _read(self, path: str) -> bytes | None:
+        import pyarrow as pa
+
+        try:
+            with self.fs.open_input_stream(path) as fh:
+                return bytes(fh.read())
+        except FileNotFoundError:
+            return None
+        except (OSError, pa.ArrowException) as exc:
+            raise RemoteUnavailable(f"{self.url}: {exc}") from exc
+
+    def _write(self, path: str, data: bytes) -> None:
+        import pyarrow as pa
+
+        try:
+            with self.fs.open_output_stream(path) as fh:
+                fh.write(data)
+        except (OSError, pa.ArrowException) as exc:
+            raise RemoteUnavailable(f"{self.url}: {exc}") from exc
+
+    def current(self) -> str | None:
+        """The version `current` names, or None when nothing was published here yet."""
+        data = self._read(self.path(CURRENT))
+        return data.decode("utf-8").strip() or None if data is not None else None
+
+    def manifest(self, version: str) -> dict[str, Any] | None:
+        data = self._read(self.path("versions", version, store.MANIFEST))
+        return json.loads(data) if data is not None else None
+
+    # -- versions
+    def upload(self, version: store.IndexVersion, progress: Any = None) -> None:
+        """Upload a complete local version, then point `current` at it (the last write)."""
+        name = version.version
+        files: dict[str, dict[str, Any]] = {}
+        local = sorted(p for p in version.path.rglob("*") if p.is_file() and p.name != store.MANIFEST)
+        for path in local:
+            rel = path.relative_to(version.path).as_posix()
+            files[rel] = self._upload_file(path, self.path("versions", name, rel))
+            if progress is not None:
+                progress(1)
+        body = json.dumps({"version": name, "files": files}, sort_keys=True, indent=1).encode()
+        self._write(self.path("versions", name, FILES), body)
+        self._write(self.path("versions", name, store.MANIFEST), (version.path / store.MANIFEST).read_bytes())
+        self._write(self.path(CURRENT), name.encode())
+
+    def _upload_file(self, path: Path, target: str) -> dict[str, Any]:
+        import pyarrow as pa
+
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open(path, "rb") as src, self.fs.open_output_stream(target) as dst:
+                while block := src.read(_CHUNK):
+                    digest.update(block)
+                    size += len(block)
+                    dst.write(block)
+        except (pa.ArrowException, OSError) as exc:
+            raise RemoteUnavailable(f"{self.url}: uploading {target}: {exc}") from exc
+        return {"size": size, "sha256": digest.hexdigest()}
+
+    def download(self, version: str, target: Path) -> dict[str, Any]:
+        """Download a version into `target` (a fresh folder), checking every file; returns its manifest.
+
+        Raises:
+            DamagedVersion: no manifest or file list, or a file missing or not matching its checksum.
+            RemoteUnavailable: the store could not be read.
+        """
+        listing = self._read(self.path("versions", version, FILES))
+        manifest_bytes = self._read(self.path("versions", version, store.MANIFEST))
+        if listing is None or manifest_bytes is None:
+            raise DamagedVersion(
+                version, f"{self.url} version {version} is incomplete (no {FILES} or manifest)"
+            )
+        try:
+            files = json.loads(listing)["files"]
+            manifest = json.loads(manifest_bytes)
+        except (ValueError, KeyError) as exc:
+            raise DamagedVersion(
+                version, f"{self.url} version {version}: unreadable {FILES} or manifest"
+            ) from exc
+        if manifest.get("version") != version:
+            raise DamagedVersion(
+                version, f"{self.url} version {version}: its manifest names {manifest.get('version')}"
+            )
+        for rel, expected in sorted(files.items()):
+            if rel.startswith("/") or ".." in Path(rel).parts:
+                raise DamagedVersion(version, f"{self.url} version {version}: bad file name {rel!r}")
+            dest = target / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                size, sha = self._download_file(self.path("versions", version, rel), dest)
+            except FileNotFoundError:
+                raise DamagedVersion(version, f"{self.url} version {version}: {rel} is missing") from None
+            if size != expected["size"] or sha != expected["sha256"]:
+                raise DamagedVersion(
+                    version, f"{self.url} version {version}: {rel} does not match its checksum"
+                )
+        (target / store.MANIFEST).write_bytes(manifest_bytes)
+        return dict(manifest)
+
+    def _download_file(self, source: str, dest: Path) -> tuple[int, str]:
+        import pyarrow as pa
+
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with self.fs.open_input_stream(source) as src, open(dest, "wb") as dst:
+                while block := src.read(_CHUNK):
+                    digest.update(block)
+                    size += len(block)
+                    dst.write(block)
+        except FileNotFoundError:
+            raise
+        except (pa.ArrowException, OSError) as exc:
+            raise RemoteUnavailable(f"{self.url}: downloading {source}: {exc}") from exc
+        return size, digest.hexdigest()
+
+    def lancedb_uri(self, version: str) -> str:
+        """Where a version's vector table lives on the bucket (for `lancedb.connect`)."""
+        return f"{self.url}/versions/{version}/vectors"
+
+
+def lancedb_storage_options() -> dict[str, str]:
+    """LanceDB (object_store) options matching the environment's endpoint override."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if not endpoint:
+        return {}
+    return {"endpoint": endpoint, "allow_http": str(endpoint.startswith("http://")).lower()}
+
+
+def sync_mirror(
+    remote: RemoteIndex, mirror: Path, refuse: str | None = None
+) -> tuple[str | None, str | None]:
+    """Bring the local mirror to the remote `current`; returns (remote current, mirror current).
+
+    The download goes to a staging folder and is switched in only when every file checked out, so the
+    mirror's `current` always names a complete version. One process syncs a mirror at a time (the others
+    skip the round). `refuse` is a version already found damaged: it is not downloaded again.
+
+    Raises:
+        RemoteUnavailable: the store could not be read (the mirror is unchanged).
+        DamagedVersion: the remote current version is damaged (the mirror is unchanged).
+    """
+    mirror.mkdir(parents=True, exist_ok=True)
+    wanted = remote.current()
+    have = store.current_target(mirror)
+    if wanted is None or wanted in (have, refuse):
+        return wanted, have
+    try:
+        with store.writer_lock(mirror):
+            store.cleanup(mirror)  # leftovers of a download killed mid-way
+            if (mirror / "versions" / wanted / store.MANIFEST).is_file():
+                store.switch_current(mirror, mirror / "versions" / wanted)
+                return wanted, wanted
+            staging = store.staging_dir(mirror, wanted)
+            try:
+                remote.download(wanted, staging)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            store.adopt(mirror, staging, wanted)
+            store.cleanup(mirror)
+            return wanted, wanted
+    except store.IndexUnavailable:
+        return wanted, have  # another process of this replica is syncing the same mirror
+
+
+@contextlib.contextmanager
+def remote_workspace(url: str, cache_dir: Path, progress: Any = None) -> Iterator[Path]:
+    """A local mirror of `url` holding its current version, for a build or update; uploads the result.
+
+    The body runs an ordinary local build, add, delete or regraph on the yielded folder; when it published
+    a new version there, that version is uploaded and the remote `current` moved to it last.
+    """
+    remote = RemoteIndex.open(url)
+    mirror = mirror_dir(cache_dir, url)
+    if sync_mirror(remote, mirror)[0] is None:
+        # Nothing published there: an update must not apply to a stale mirror of an earlier index.
+        (mirror / "current").unlink(missing_ok=True)
+    before = store.current_target(mirror)
+    yield mirror
+    after = store.current_target(mirror)
+    if after is not None and after != before:
+        remote.upload(store.current_version(mirror), progress)

@@ -1,0 +1,269 @@
+"""Index versions on object storage: an S3-protocol server (moto) on loopback, the real pyarrow and LanceDB clients.
+
+Builds upload complete versions and move `current` last; replicas mirror a version only when every file matches
+its checksum, keep serving what they have when the bucket is unreachable or the new version is damaged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.fs as pafs
+import pytest
+from conftest import SAMPLE, free_port
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from hybridrag.http.app import create_app
+from hybridrag.indexing import store
+from hybridrag.indexing.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.remote import (
+    DamagedVersion,
+    RemoteIndex,
+    is_remote,
+    lancedb_storage_options,
+    mirror_dir,
+    remote_workspace,
+    sync_mirror,
+)
+from hybridrag.pipeline.engine import SearchEngine
+from hybridrag.pipeline.settings import Settings
+
+moto_server = pytest.importorskip("moto.server")
+
+EXTRA_DOC = "The Kintaikyo Bridge in Iwakuni is a wooden arch bridge built in 1673 over the Nishiki River."
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[str]:
+    """An S3-protocol server on 127.0.0.1 for this module, with the AWS environment pointing at it."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per S3 request otherwise
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"):
+            mp.delenv(name, raising=False)
+        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
+        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        mp.setenv("AWS_REGION", "us-east-1")
+        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        mp.setenv("AWS_ENDPOINT_URL", endpoint)
+        yield endpoint
+    server.stop()
+
+
+@pytest.fixture()
+def bucket_url(s3: str) -> str:
+    name = f"idx-{uuid.uuid4().hex[:12]}"
+    pafs.S3FileSystem(
+        endpoint_override=s3.removeprefix("http://"), scheme="http", allow_bucket_creation=True
+    ).create_dir(name)
+    return f"s3://{name}/team/index"
+
+
+def _build(url: str, cache: Path, embedder: Any, source: Path = SAMPLE) -> str:
+    with remote_workspace(url, cache) as local:
+        summary = IndexBuilder(local, BuildConfig(embedding_model="minilm"), embedder=embedder).build(source)
+    return summary.version
+
+
+def _add(url: str, cache: Path, embedder: Any, tmp_path: Path) -> str:
+    docs = tmp_path / "extra"
+    docs.mkdir(exist_ok=True)
+    (docs / "kintaikyo.md").write_text("# Kintaikyo Bridge\n\n" + EXTRA_DOC + "\n", encoding="utf-8")
+    with remote_workspace(url, cache) as local:
+        summary = IndexBuilder(local, embedder=embedder).add(docs)
+    return summary.version
+
+
+def _replica(url: str, cache: Path, embedder: Any) -> tuple[SearchEngine, Any]:
+    settings = Settings(  # type: ignore[call-arg]
+        index_dir=url, cache_dir=cache, embedding_model="minilm", reload_interval_s=0, _env_file=None
+    )
+    engine = SearchEngine(settings, embedder=embedder)
+    return engine, create_app(settings, engine, wait=True)
+
+
+def _tick(engine: SearchEngine) -> None:
+    """One round of the replica's watcher (it runs every reload_interval_s in a thread when serving)."""
+    engine.sync_remote()
+    engine.reload_if_switched()
+
+
+def _top_title(client: TestClient, text: str) -> str:
+    response = client.post("/v1/search", json={"text": text, "options": {"strategies": ["keyword"]}})
+    assert response.status_code == 200, response.text
+    return str(response.json()["results"][0]["metadata"]["title"])
+
+
+def test_url_detection_and_settings() -> None:
+    assert is_remote("s3://b/p") and is_remote("gs://b") and not is_remote("/tmp/x") and not is_remote("s3")
+    settings = Settings(index_dir="s3://b/p", cache_dir="/tmp/c", _env_file=None)  # type: ignore[call-arg,arg-type]
+    assert settings.index_url == "s3://b/p" and settings.index_dir == mirror_dir(Path("/tmp/c"), "s3://b/p")
+    with pytest.raises(ValueError, match="names no bucket"):
+        RemoteIndex.open("s3:///prefix")
+
+
+def test_build_uploads_a_complete_version_and_current_last(
+    bucket_url: str, tmp_path: Path, embedder: Any
+) -> None:
+    version = _build(bucket_url, tmp_path / "builder", embedder)
+    remote = RemoteIndex.open(bucket_url)
+    assert remote.current() == version
+    listing = json.loads(remote._read(remote.path("versions", version, "files.json")) or b"{}")
+    local = store.current_version(mirror_dir(tmp_path / "builder", bucket_url))
+    expected = sorted(p.relative_to(local.path).as_posix() for p in local.path.rglob("*") if p.is_file())
+    assert sorted([*listing["files"], "manifest.json"]) == expected
+    assert remote.manifest(version) == local.manifest
+    # The vector table is a LanceDB dataset on the bucket, readable in place.
+    import lancedb
+
+    table = lancedb.connect(remote.lancedb_uri(version), storage_options=lancedb_storage_options())
+    assert table.open_table("chunks").count_rows() == local.manifest["counts"]["chunks"]
+
+
+def test_two_replicas_follow_current_and_switch_together(
+    bucket_url: str, tmp_path: Path, embedder: Any
+) -> None:
+    first = _build(bucket_url, tmp_path / "builder", embedder)
+    replicas = [_replica(bucket_url, tmp_path / f"replica{i}", embedder) for i in range(2)]
+    clients = [TestClient(app) for _engine, app in replicas]
+    try:
+        for client in clients:
+            client.__enter__()
+            ready = client.get("/readyz").json()
+            assert ready["status"] == "ready" and ready["indexVersion"] == first
+            assert ready["components"]["storage"]["ready"] is True
+        second = _add(bucket_url, tmp_path / "builder", embedder, tmp_path)
+        for (engine, _app), client in zip(replicas, clients, strict=True):
+            assert client.get("/readyz").json()["indexVersion"] == first  # until the watcher looks
+            _tick(engine)
+            assert client.get("/readyz").json()["indexVersion"] == second
+            assert _top_title(client, "Kintaikyo wooden arch bridge Iwakuni") == "Kintaikyo Bridge"
+    finally:
+        for client in clients:
+            client.__exit__(None, None, None)
+
+
+def test_a_damaged_upload_is_refused_and_the_old_version_keeps_serving(
+    bucket_url: str, tmp_path: Path, embedder: Any
+) -> None:
+    first = _build(bucket_url, tmp_path / "builder", embedder)
+    engine, app = _replica(bucket_url, tmp_path / "replica", embedder)
+    with TestClient(app) as client:
+        second = _add(bucket_url, tmp_path / "builder", embedder, tmp_path)
+        remote = RemoteIndex.open(bucket_url)
+        files = json.loads(remote._read(remote.path("versions", second, "files.json")) or b"{}")["files"]
+        victim = next(name for name in sorted(files) if name.startswith("keyword/"))
+        remote._write(remote.path("versions", second, victim), b"corrupted")
+        _tick(engine)
+        ready = client.get("/readyz").json()
+        assert ready["status"] == "ready" and ready["indexVersion"] == first
+        storage = ready["components"]["storage"]
+        assert storage["ready"] is False and "checksum" in storage["detail"] and first in storage["detail"]
+        mirror = mirror_dir(tmp_path / "replica", bucket_url)
+        assert store.current_target(mirror) == first
+        assert not list(mirror.glob(".staging-*"))  # the partial download is gone
+        assert _top_title(client, "Toyota") != "Kintaikyo Bridge"
+        _tick(engine)  # not downloaded again in a loop
+        assert client.get("/readyz").json()["components"]["storage"]["ready"] is False
+        # A good version published after it is taken.
+        third = _add(bucket_url, tmp_path / "builder", embedder, tmp_path)
+        _tick(engine)
+        ready = client.get("/readyz").json()
+        assert ready["indexVersion"] == third and ready["components"]["storage"]["ready"] is True
+
+
+def test_a_killed_upload_never_moves_current(
+    bucket_url: str, tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _build(bucket_url, tmp_path / "builder", embedder)
+    uploaded = 0
+    original = RemoteIndex._upload_file
+
+    def dies_midway(self: RemoteIndex, path: Path, target: str) -> dict[str, Any]:
+        nonlocal uploaded
+        uploaded += 1
+        if uploaded > 3:
+            raise KeyboardInterrupt  # the process is killed mid-upload
+        return original(self, path, target)
+
+    monkeypatch.setattr(RemoteIndex, "_upload_file", dies_midway)
+    with pytest.raises(KeyboardInterrupt):
+        _add(bucket_url, tmp_path / "builder", embedder, tmp_path)
+    monkeypatch.undo()
+    remote = RemoteIndex.open(bucket_url)
+    assert remote.current() == first
+    replica = mirror_dir(tmp_path / "replica", bucket_url)
+    assert sync_mirror(remote, replica) == (first, first)
+    # The half-uploaded version has no file list or manifest: refused if anything ever pointed at it.
+    selector = pafs.FileSelector(remote.path("versions"), recursive=True)
+    names = {info.path.split("/versions/")[1].split("/")[0] for info in remote.fs.get_file_info(selector)}
+    stray = next(v for v in sorted(names) if v != first)
+    with pytest.raises(DamagedVersion, match="incomplete"):
+        remote.download(stray, tmp_path / "stray")
+
+
+def test_a_download_killed_midway_is_cleaned_up_and_redone(
+    bucket_url: str, tmp_path: Path, embedder: Any
+) -> None:
+    version = _build(bucket_url, tmp_path / "builder", embedder)
+    mirror = mirror_dir(tmp_path / "replica", bucket_url)
+    # What a replica killed mid-download leaves: a staging folder with part of the files.
+    partial = store.staging_dir(mirror, version)
+    (partial / "documents.arrow").write_bytes(b"half")
+    assert store.current_target(mirror) is None
+    remote = RemoteIndex.open(bucket_url)
+    assert sync_mirror(remote, mirror) == (version, version)
+    assert not list(mirror.glob(".staging-*"))
+    assert store.current_version(mirror).manifest == remote.manifest(version)
+
+
+def test_an_unreachable_bucket_keeps_the_replica_serving(
+    bucket_url: str, tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    version = _build(bucket_url, tmp_path / "builder", embedder)
+    engine, app = _replica(bucket_url, tmp_path / "replica", embedder)
+    with TestClient(app) as client:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+        _tick(engine)
+        ready = client.get("/readyz").json()
+        assert ready["status"] == "ready" and ready["indexVersion"] == version
+        storage = ready["components"]["storage"]
+        assert storage["ready"] is False and storage["detail"].startswith("cannot reach")
+        assert _top_title(client, "Toyota production system")
+    # A replica started while the bucket is down serves its mirror from an earlier run.
+    _engine2, app2 = _replica(bucket_url, tmp_path / "replica", embedder)
+    with TestClient(app2) as client:
+        assert client.get("/readyz").json()["indexVersion"] == version
+
+
+def test_cli_builds_to_and_reads_from_the_bucket(bucket_url: str, tmp_path: Path) -> None:
+    from hybridrag.cli.bench import app
+
+    docs = tmp_path / "docs"
+    shutil.copytree(SAMPLE, docs)
+    runner = CliRunner()
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    built = runner.invoke(
+        app,
+        ["index", "build", str(docs), "--out", bucket_url, "--embedding-model", "none", "--json", *cache],
+    )
+    assert built.exit_code == 0, built.output
+    version = json.loads(built.stdout[built.stdout.index("{") :])["version"]
+    info = runner.invoke(app, ["index", "info", bucket_url])
+    assert info.exit_code == 0 and json.loads(info.stdout)["version"] == version
+    deleted = runner.invoke(
+        app, ["index", "delete", "--index", bucket_url, "--doc-id", "nonexistent", *cache]
+    )
+    assert deleted.exit_code == 2 and RemoteIndex.open(bucket_url).current() == version
+    missing = runner.invoke(app, ["index", "info", bucket_url + "-nothing"])
+    assert missing.exit_code == 2 and "no index published" in missing.output

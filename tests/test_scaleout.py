@@ -1,0 +1,87 @@
+"""Scale-out end to end: a Ray cluster (head + 2 worker nodes) in a network namespace with loopback alone, an
+S3-protocol server, a Ray build to the bucket compared with a local build, two replicas, a rebuild under load.
+
+It runs `hybridrag bench scaleout` on a SciFact subset (the benchmark re-runs itself inside `unshare --net`, so
+nothing here binds a host interface) and checks its report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+
+
+def _namespace_problem() -> str | None:
+    if importlib.util.find_spec("ray") is None:
+        return "Ray is not installed (pip install 'hybridrag[ray]')"
+    if os.geteuid() != 0:
+        return "network namespaces need root (Ray must not bind the host's interfaces)"
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return "unshare or ip is not installed"
+    probe = subprocess.run(["unshare", "--net", "sh", "-c", "ip link set lo up"], capture_output=True)
+    if probe.returncode != 0:
+        return f"cannot create a network namespace here: {probe.stderr.decode(errors='replace').strip()}"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(
+    not (SCIFACT / "corpus.jsonl").is_file(), reason="../shared/data/scifact is not beside the repo"
+)
+def test_ray_build_to_a_bucket_matches_local_and_replicas_switch_under_load(tmp_path: Path) -> None:
+    problem = _namespace_problem()
+    if problem:
+        pytest.skip(problem)
+    out = tmp_path / "scaleout.json"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hybridrag.cli",
+            "bench",
+            "scaleout",
+            str(SCIFACT),
+            "--docs",
+            "80",
+            "--queries",
+            "8",
+            "--settle",
+            "2",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    same = report["same"]
+    # The two engines build the same index and answer every query alike.
+    assert same["sameChunkIds"] and same["sameVectorIds"] and same["sameGraph"], same
+    assert same["maxVectorDiff"] < 1e-4
+    assert same["queries"] == 8 and same["sameTop10"] == 8
+    # Both replicas served the first version, switched to the rebuilt one, and no request failed.
+    first, second = report["rebuild"]["from"], report["rebuild"]["to"]
+    assert first[0] == first[1] != second
+    for replica in report["replicas"]:
+        assert replica["failed"] == 0 and replica["requests"] > 0, replica
+        assert replica["switchSeconds"] is not None, replica
+        assert set(replica["versions"]) <= {first[0], second}
+        assert replica["versions"].get(second, 0) > 0, replica
+    killed = report["killedBuild"]
+    assert not killed["finishedBeforeKill"], killed
+    assert killed["currentUnchanged"] and killed["replicasUnchanged"] and killed["replicasReady"], killed
+    assert out.with_suffix(".md").read_text().startswith("# Scale-out")
