@@ -414,7 +414,7 @@ def _killed_build(
 def to_markdown(report: dict[str, Any]) -> str:
     b, s = report["build"], report["same"]
     lines = [
-        f"# Scale-out: Ray build to an S3-protocol bucket, two replicas ({report['dataset']}, {report['model']})",
+        f"### Scale-out — Ray build to an S3-protocol bucket, two replicas ({report['dataset']}, {report['model']})",
         "",
         f"{report['date']}, {report['machine']['cores']} cores; Ray head + 2 one-CPU workers in a network "
         "namespace, moto S3 server on loopback.",

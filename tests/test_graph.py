@@ -383,3 +383,30 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
     plain, _ = GraphData.load(folder)
     assert plain.synonyms == [] and GraphData.load_entity_vectors(folder) is None
     assert [e.title_chunk_ids for e in plain.entities] == [e.title_chunk_ids for e in graph.entities]
+
+
+def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+    """Lower-cased (or OCR) collections give the rules no entity: the graph must not hand the other retrievers'
+    passages back as its own list (fusing that copy would only re-weigh them)."""
+    from hybridrag.cli.commands import SAMPLE_CORPUS
+    from hybridrag.http.app import create_app
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
+
+    docs = tmp_path / "lower"
+    docs.mkdir()
+    for path in sorted(SAMPLE_CORPUS.glob("*.md")):
+        if not path.stem.endswith("-ja") and path.stem != "toyota-ja":
+            (docs / path.name).write_text(path.read_text("utf-8").lower(), "utf-8")
+    index_dir = tmp_path / "idx"
+    IndexBuilder(index_dir, BuildConfig(embedding_model="minilm"), embedder=embedder).build(docs)
+    assert store.current_version(index_dir).manifest["graph"]["entities"] == 0
+    settings = Settings(index_dir=index_dir, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
+    with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as c:
+        query = "Who founded the Toyota Motor Corporation?"  # capitals in the query, none in the corpus
+        graph = _search(c, {"text": query, "options": {"strategies": ["graph"], "rerankEnabled": False}})
+        assert graph["results"] == [] and graph["strategies"]["graph"]["resultCount"] == 0
+        both = {"rerankEnabled": False, "limit": 5}
+        hybrid = _search(c, {"text": query, "options": both})
+        assert hybrid["strategies"]["graph"]["resultCount"] == 0
+        assert "toyota" in hybrid["results"][0]["metadata"]["title"]

@@ -84,4 +84,4 @@ def test_ray_build_to_a_bucket_matches_local_and_replicas_switch_under_load(tmp_
     killed = report["killedBuild"]
     assert not killed["finishedBeforeKill"], killed
     assert killed["currentUnchanged"] and killed["replicasUnchanged"] and killed["replicasReady"], killed
-    assert out.with_suffix(".md").read_text().startswith("# Scale-out")
+    assert out.with_suffix(".md").read_text().startswith("### Scale-out")

@@ -455,6 +455,12 @@ class GraphRetriever:
         total = 0
         mask = self._mask(filters) if filters.active else None
         trace = None
+        if restart and not g.adjacency[sorted(restart)].nnz:
+            # Seeds with no edge at all (text without entities: lower-cased or OCR collections): the walk
+            # could only hand the other retrievers' passages back, and fusing that copy would just re-weigh
+            # them. An empty list leaves the fusion as if the graph were off.
+            notes.append("the query's passages mention no entity of the graph: nothing to walk")
+            restart = {}
         if restart:
             nodes, mass, p = g.walk(restart)
             full = np.zeros(g.node_count)
