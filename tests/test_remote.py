@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -267,3 +272,40 @@ def test_cli_builds_to_and_reads_from_the_bucket(bucket_url: str, tmp_path: Path
     assert deleted.exit_code == 2 and RemoteIndex.open(bucket_url).current() == version
     missing = runner.invoke(app, ["index", "info", bucket_url + "-nothing"])
     assert missing.exit_code == 2 and "no index published" in missing.output
+
+
+def test_a_replica_killed_mid_download_serves_nothing_half_written(
+    bucket_url: str, tmp_path: Path, embedder: Any
+) -> None:
+    """A real process killed (SIGKILL) while it downloads a version: the mirror keeps its complete version,
+    and the next sync removes the partial download and completes it."""
+    first = _build(bucket_url, tmp_path / "builder", embedder)
+    mirror = mirror_dir(tmp_path / "replica", bucket_url)
+    remote = RemoteIndex.open(bucket_url)
+    assert sync_mirror(remote, mirror) == (first, first)
+    # A second version with a large file, so that the download takes long enough to be killed inside it.
+    local = store.current_version(mirror_dir(tmp_path / "builder", bucket_url))
+    big = tmp_path / "big"
+    shutil.copytree(local.path, big)
+    (big / "padding.bin").write_bytes(os.urandom(48 << 20))
+    second = store.new_version_name()
+    (big / store.MANIFEST).write_text(json.dumps({**local.manifest, "version": second}), "utf-8")
+    remote.upload(store.IndexVersion(big, {**local.manifest, "version": second}))
+    code = (
+        "import sys; from pathlib import Path; from hybridrag.indexing.remote import RemoteIndex, sync_mirror; "
+        "sync_mirror(RemoteIndex.open(sys.argv[1]), Path(sys.argv[2]))"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, bucket_url, str(mirror)])
+    staging = mirror / f".staging-{second}"
+    deadline = time.time() + 120
+    while not (staging / "padding.bin").is_file() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the download finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert staging.is_dir()  # what the kill left behind
+    assert store.current_target(mirror) == first
+    assert store.current_version(mirror).manifest["version"] == first
+    assert sync_mirror(remote, mirror) == (second, second)
+    assert not staging.exists()
+    assert (mirror / "current" / "padding.bin").stat().st_size == 48 << 20
