@@ -68,7 +68,8 @@ def _chunk_rows(config: dict[str, Any]) -> Any:
 
 
 class RayPassages:
-    """A `PassageEngine` on Ray: `address` of a running cluster (None starts a local one, for trying it)."""
+    """A `PassageEngine` on Ray: `address` of a running cluster (None: $RAY_ADDRESS, else Ray starts a
+    local one, which binds every interface: only inside a private network)."""
 
     name = "ray"
 

@@ -152,3 +152,19 @@ def test_serve_runs_several_workers_on_one_port(sample_index: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_ray_engine_needs_a_running_clusters_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--engine ray` never starts a cluster itself (Ray would bind every interface of the machine)."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    source = Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus"
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["index", "build", str(source), "--out", str(tmp_path / "i"), "--engine", "ray"]
+    )
+    assert result.exit_code == 2 and "RAY_ADDRESS" in result.output
+    result = runner.invoke(
+        app, ["index", "build", str(source), "--out", str(tmp_path / "i"), "--engine", "spark"]
+    )
+    assert result.exit_code == 2 and "local or ray" in result.output
+    assert not (tmp_path / "i").exists()

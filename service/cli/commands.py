@@ -150,7 +150,8 @@ def index_build(
     address: Annotated[
         str | None,
         typer.Option(
-            "--address", help="Ray cluster address (host:port); default: $RAY_ADDRESS or a local one"
+            "--address",
+            help="Address (host:port) of a running Ray cluster on a private network; default: $RAY_ADDRESS",
         ),
     ] = None,
     ray_batch_size: Annotated[
@@ -175,6 +176,12 @@ def index_build(
         if importlib.util.find_spec("ray") is None:
             typer.echo("error: --engine ray needs Ray: pip install 'hybridrag[ray]'", err=True)
             raise typer.Exit(2)
+        address = address or os.environ.get("RAY_ADDRESS")
+        if not address:
+            # Never start a cluster here: Ray binds every network interface of the machine.
+            raise typer.BadParameter(
+                "give the address of a running Ray cluster (or set RAY_ADDRESS)", param_hint="--address"
+            )
         from hybridrag.indexing.distributed import RayPassages
 
         passages = RayPassages(address, batch_size=ray_batch_size)
