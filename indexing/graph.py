@@ -22,7 +22,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,9 @@ from hybridrag.indexing.text import content_hash
 GRAPH_JSON = "graph.json"
 # 2: entities record the chunks whose title names them (passage nodes of retrieval weigh those edges); an
 # index with an older graph still serves, and `hybridrag index regraph` brings it up to date.
-GRAPH_FORMAT = 2
+# 3: mentions are also linked to the title entities whose names they contain (`link_title_spans`).
+GRAPH_FORMAT = 3
+TITLE_SPAN_MIN_WORDS = 2
 COMMUNITY_VECTORS = "community_vectors.npy"
 ENTITY_VECTORS = "entity_vectors.npy"
 # Chosen on HotpotQA-100 dev (benchmarks/README.md): e5's name vectors are crowded (median nearest neighbour
@@ -170,8 +172,45 @@ def entity_id(key: str) -> str:
     return "e-" + content_hash(key)
 
 
+def link_title_spans(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
+    """Link mentions to the title entities whose names they contain, corpus-wide.
+
+    A capitalised-word extractor keeps "Trent Reznor of Nine Inch Nails" or "Michael Trent Reznor" as one
+    name, while the documents about those things are titled "Trent Reznor" and "Nine Inch Nails". A mention
+    whose words contain a document title's name of at least `TITLE_SPAN_MIN_WORDS` words (a whole-word
+    run) also mentions that title's entity, in the same sentence: the walk then reaches the passage the
+    name is about. Single-word titles link only by exact name ("Paris" inside "Paris Hilton" is someone
+    else). Depends only on the whole set of mentions, so an incremental update links as a full build does.
+    """
+    titles = {
+        m.key
+        for c in chunks
+        for m in c.mentions
+        if m.sentence_start < 0 and len(m.key.split()) >= TITLE_SPAN_MIN_WORDS
+    }
+    if not titles:
+        return list(chunks)
+    out = []
+    for c in chunks:
+        added: list[Mention] = []
+        have = {(m.key, m.sentence_start) for m in c.mentions}
+        for m in c.mentions:
+            words = m.key.split()
+            if m.sentence_start < 0 or len(words) <= TITLE_SPAN_MIN_WORDS:
+                continue
+            for size in range(len(words) - 1, TITLE_SPAN_MIN_WORDS - 1, -1):
+                for start in range(len(words) - size + 1):
+                    key = " ".join(words[start : start + size])
+                    if key in titles and (key, m.sentence_start) not in have:
+                        have.add((key, m.sentence_start))
+                        added.append(Mention(key, m.surface, m.type, m.sentence_start, m.sentence_end))
+        out.append(replace(c, mentions=[*c.mentions, *added]) if added else c)
+    return out
+
+
 def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities."""
+    chunks = link_title_spans(list(chunks))
     types: dict[str, Counter[str]] = defaultdict(Counter)
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     entity_chunks: dict[str, dict[str, None]] = defaultdict(dict)

@@ -199,9 +199,14 @@ class OnnxEmbedder:
         self.dim = int(info.get("dim") or self._run(["dimension probe"]).shape[1])
 
     def _run(self, items: Sequence[str]) -> np.ndarray:
+        # Batches of similar length (longest first, as sentence-transformers does): a batch is padded to its
+        # longest text, so mixing short and long passages wastes most of the work on padding.
+        order = sorted(range(len(items)), key=lambda i: -len(items[i]))
         out = []
         for start in range(0, len(items), self._batch_size):
-            encodings = self._tokenizer.encode_batch(list(items[start : start + self._batch_size]))
+            encodings = self._tokenizer.encode_batch(
+                [items[i] for i in order[start : start + self._batch_size]]
+            )
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             with self._lock:
@@ -211,7 +216,9 @@ class OnnxEmbedder:
             out.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
         if not out:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
-        return np.vstack(out).astype(np.float32)
+        vectors = np.empty((len(items), out[0].shape[1]), dtype=np.float32)
+        vectors[order] = np.vstack(out)
+        return vectors
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._run([self._spec.passage_prefix + t for t in texts])

@@ -126,3 +126,32 @@ def test_score_weighted_rrf_rejects_bad_evidence() -> None:
         weighted_rrf(rankings, {"keyword": 1.0}, evidence={"keyword": [1.0, 1.5]})
     with pytest.raises(ValueError):
         weighted_rrf(rankings, {"keyword": 1.0}, evidence={"semantic": [1.0, 1.0]})
+
+
+def test_graph_passages_weigh_by_mass_and_its_entities_by_rank() -> None:
+    from hybridrag.pipeline.engine import fusion_evidence
+    from hybridrag.pipeline.fusion import EVIDENCE_FLOOR, score_evidence
+    from hybridrag.pipeline.retrievers import Candidate, Retrieved
+
+    graph = Retrieved(
+        [
+            Candidate("c1", 0.2, 1.0),
+            Candidate("c2", 0.1, 0.5),
+            Candidate("e1", 0.9, 1.0, kind="entity"),
+            Candidate("c3", 0.0, 0.0),
+        ],
+        4,
+        ratio_scores=True,
+    )
+    assert fusion_evidence(graph) == pytest.approx(
+        [1.0, EVIDENCE_FLOOR + (1 - EVIDENCE_FLOOR) * 0.5, 1.0, EVIDENCE_FLOOR]
+    )
+    keyword = Retrieved(
+        [Candidate("c1", 12.0, 1.0), Candidate("c2", 6.0, 0.5), Candidate("c3", 3.0, 0.25)], 3
+    )
+    assert fusion_evidence(keyword) == score_evidence([12.0, 6.0, 3.0])
+    # The passage with half the mass trails by more than its rank alone says.
+    fused = weighted_rrf(
+        {"graph": ["c1", "c2", "e1", "c3"]}, {"graph": 1.0}, evidence={"graph": fusion_evidence(graph)}
+    )
+    assert [f.id for f in fused] == ["c1", "e1", "c2", "c3"]

@@ -12,7 +12,7 @@ from hybridrag.indexing import store
 from hybridrag.indexing.analyzers import Analyzer
 from hybridrag.indexing.build import BuildConfig, IndexBuilder
 from hybridrag.indexing.entities import EntityExtractor
-from hybridrag.indexing.graph import GraphData
+from hybridrag.indexing.graph import GRAPH_FORMAT, ChunkMentions, GraphData, build_graph, link_title_spans
 from hybridrag.schemas.search import SearchResult
 
 EXTRACTOR = EntityExtractor(Analyzer())
@@ -55,6 +55,46 @@ def test_normalisation_merges_width_and_case() -> None:
     a = entities("Ｔｏｋｙｏ Ｔｓｕｓｈｉｎ Ｋｏｇｙｏ was founded.")
     b = entities("Later, TOKYO TSUSHIN KOGYO changed its name.")
     assert "tokyo tsushin kogyo" in a and "tokyo tsushin kogyo" in b
+
+
+def _chunk(chunk_id: str, title: str, text: str) -> ChunkMentions:
+    return ChunkMentions(
+        chunk_id, "f-" + chunk_id, text, EXTRACTOR.extract_title(title) + EXTRACTOR.extract(text)
+    )
+
+
+def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
+    chunks = [
+        _chunk("a", "Trent Reznor", "Michael Trent Reznor is an American singer and record producer."),
+        _chunk("b", "Nine Inch Nails", "Nine Inch Nails is an American industrial rock band."),
+        _chunk(
+            "c",
+            "Natural Born Killers (soundtrack)",
+            "The soundtrack was produced by Trent Reznor of Nine Inch Nails. Paris Hilton was not involved.",
+        ),
+        _chunk("d", "Paris", "Paris is the capital of France."),
+    ]
+    # The extractor keeps the long names whole; only the corpus-wide step can tie them to the titles.
+    assert "trent reznor of nine inch nails" in {m.key for m in chunks[2].mentions}
+    assert "trent reznor" not in {m.key for m in chunks[2].mentions}
+    graph = build_graph(chunks)
+    by_key = {e.name.lower(): e for e in graph.entities}
+    reznor = by_key["trent reznor"]
+    assert set(reznor.chunk_ids) == {"a", "c"} and reznor.title_chunk_ids == ["a"]
+    assert set(by_key["nine inch nails"].chunk_ids) == {"b", "c"}
+    # A one-word title links by its exact name only: "Paris Hilton" is not the city.
+    assert by_key["paris"].chunk_ids == ["d"]
+    # The linked mention sits in the sentence of the long name, so it relates to what that sentence names.
+    ids = {e.id: e.name.lower() for e in graph.entities}
+    pairs = {frozenset((ids[r.source], ids[r.target])) for r in graph.relations}
+    assert frozenset(("trent reznor", "nine inch nails")) in pairs
+    assert frozenset(("trent reznor", "paris hilton")) not in pairs
+    # The links depend on the whole set of mentions, not on the order chunks arrive in (incremental updates).
+    reordered = build_graph(list(reversed(chunks)))
+    assert {e.id: set(e.chunk_ids) for e in reordered.entities} == {
+        e.id: set(e.chunk_ids) for e in graph.entities
+    }
+    assert link_title_spans(chunks[3:]) == chunks[3:]  # one-word titles only: nothing to link
 
 
 def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
@@ -359,7 +399,9 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
                 pair = {graph.entities[i].id, graph.entities[int(j)].id}
                 assert any({s.source, s.target} == pair for s in graph.synonyms)
     manifest = store.current_version(index_dir).manifest
-    assert manifest["graph"]["format"] == 2 and manifest["graph"]["synonyms"] == len(graph.synonyms)
+    assert manifest["graph"]["format"] == GRAPH_FORMAT and manifest["graph"]["synonyms"] == len(
+        graph.synonyms
+    )
 
     # Delete: no entity, vector or synonym of the deleted document is left.
     builder.delete(["d4"])

@@ -155,7 +155,8 @@ def test_the_graph_finds_the_second_hop_that_keyword_and_dense_search_miss(
     for strategy in ("keyword", "semantic"):
         top = [r["metadata"]["docId"] for r in _search(multihop_client, question, [strategy], 3)]
         assert answer not in top, (strategy, top)
-    graph = _search(multihop_client, question, ["graph"], 3)
+    # The graph's own top three passages (its entities may sit between them on the page).
+    graph = _search(multihop_client, question, ["graph"], 10)[:3]
     docs = [r["metadata"]["docId"] for r in graph]
     assert answer in docs, docs
     # In the default fusion (the classifier's weights) the graph lifts it above where keyword + semantic put it.

@@ -14,11 +14,10 @@ import numpy as np
 
 from hybridrag.pipeline import crag
 from hybridrag.pipeline.classifier import QueryClassifier
-from hybridrag.pipeline.fusion import score_evidence, weighted_rrf
+from hybridrag.pipeline.fusion import EVIDENCE_FLOOR, score_evidence, weighted_rrf
 from hybridrag.pipeline.lifecycle import ComponentStatus, IndexLifecycle, NotReady
 from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.pipeline.ranking import (
-    SCORED_STRATEGIES,
     STRATEGIES,
     InvalidSearch,
     Ranking,
@@ -29,7 +28,7 @@ from hybridrag.pipeline.ranking import (
 )
 from hybridrag.pipeline.rerank import RerankerUnavailable
 from hybridrag.pipeline.response import result_item, text_of, unit
-from hybridrag.pipeline.retrievers import RetrievalQuery, strategy_names
+from hybridrag.pipeline.retrievers import RetrievalQuery, Retrieved, strategy_names
 from hybridrag.schemas.base import SCHEMA_VERSION
 from hybridrag.schemas.search import (
     CRAGScore,
@@ -114,13 +113,7 @@ class SearchEngine(IndexLifecycle):
         rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items()}
         evidence = None
         if (request.fusion or self.settings.fusion) == "score-rrf":
-            # Keyword and semantic lists are ranked by one score each; the graph's list interleaves chunks,
-            # entities and communities on different scales by design, so its terms stay rank-only.
-            evidence = {
-                name: score_evidence([c.raw_score for c in r.candidates])
-                for name, r in retrieved.items()
-                if name in SCORED_STRATEGIES
-            }
+            evidence = {name: fusion_evidence(r) for name, r in retrieved.items()}
         fused = (
             weighted_rrf(
                 rankings, {n: weight_map[n] for n in rankings}, k=k, normalize=normalize, evidence=evidence
@@ -282,3 +275,19 @@ class SearchEngine(IndexLifecycle):
             request_id=request_id,
             schema_version=SCHEMA_VERSION,
         )
+
+
+def fusion_evidence(retrieved: Retrieved) -> list[float]:
+    """Score evidence of one retriever's list for score-weighted RRF.
+
+    Keyword and semantic scores are min-max scaled against the list's own depth (`score_evidence`). The
+    graph's passages are weighed by their PageRank mass over the top passage's (a natural zero: half the
+    mass counts half); its entities and community reports, on other scales, keep rank-only terms.
+    Measured against rank-only graph terms on the dev sets: benchmarks/README.md.
+    """
+    if not retrieved.ratio_scores:
+        return score_evidence([c.raw_score for c in retrieved.candidates])
+    return [
+        EVIDENCE_FLOOR + (1.0 - EVIDENCE_FLOOR) * min(1.0, max(0.0, c.score)) if c.kind == "chunk" else 1.0
+        for c in retrieved.candidates
+    ]

@@ -246,22 +246,32 @@ class GraphIndex:
         return nodes, r, p
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GraphTrace:
     """What the walk of one query was: its seed nodes and the PageRank mass it left on each node."""
 
     seeds: tuple[int, ...]
     mass: np.ndarray  # over all nodes (entities, then chunks)
+    parents: dict[int, int] | None = None  # the breadth-first tree of paths, built on first use
 
     def _chain(self, graph: GraphIndex, target: int) -> list[int]:
-        """A shortest chain of edges from a seed to `target` through nodes the walk reached, seeds first.
-
-        Breadth-first, neighbours in order of the mass the walk gave them, so the chain shown is one the walk
-        weighted; at most `PATH_HOPS` edges and `PATH_VISITS` nodes are looked at, so a path costs
-        microseconds even around hubs.
-        """
+        """A shortest chain of edges from a seed to `target` through nodes the walk reached, seeds first."""
         if target in self.seeds:
             return [target]
+        parent = self._tree(graph)
+        if target not in parent:
+            return []
+        chain = [target]
+        while chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        return chain[::-1]
+
+    def _tree(self, graph: GraphIndex) -> dict[int, int]:
+        """Breadth-first parents from the seeds, neighbours in order of the mass the walk gave them (so a chain
+        shown is one the walk weighted); at most `PATH_HOPS` edges and `PATH_VISITS` nodes. Built once per
+        search and shared by every result's path: one search pays for one traversal, not one per result."""
+        if self.parents is not None:
+            return self.parents
         a = graph.adjacency
         parent: dict[int, int] = {}
         frontier = sorted(self.seeds, key=lambda s: -self.mass[s])
@@ -275,18 +285,15 @@ class GraphTrace:
                     v = int(neighbour)
                     if v in seen:
                         continue
+                    if len(seen) >= PATH_VISITS:
+                        self.parents = parent
+                        return parent
                     seen.add(v)
                     parent[v] = node
-                    if v == target:
-                        chain = [v]
-                        while chain[-1] in parent:
-                            chain.append(parent[chain[-1]])
-                        return chain[::-1]
                     nxt.append(v)
-                    if len(seen) >= PATH_VISITS:
-                        return []
             frontier = sorted(nxt, key=lambda s: -self.mass[s])
-        return []
+        self.parents = parent
+        return parent
 
     def path(self, graph: GraphIndex, item_id: str) -> list[dict[str, Any]]:
         """The walk that reached a graph result, seed first: each step an entity or a passage, with the kind
@@ -495,7 +502,9 @@ class GraphRetriever:
                     continue
                 if mask is not None and not self._passes(e.chunk_ids, mask):
                     continue
-                entity_hits.append(Candidate(e.id, float(entity_mass[i]), float(entity_mass[i]) / best))
+                entity_hits.append(
+                    Candidate(e.id, float(entity_mass[i]), float(entity_mass[i]) / best, kind="entity")
+                )
                 added += 1
                 total += 1
         if (
@@ -512,11 +521,13 @@ class GraphRetriever:
                 if mask is not None and not self._passes(c.chunk_ids, mask):
                     continue
                 sim = float(sims[pos])
-                community_hits.append(Candidate(c.id, sim, min(1.0, max(0.0, sim))))
+                community_hits.append(Candidate(c.id, sim, min(1.0, max(0.0, sim)), kind="community"))
                 added += 1
                 total += 1
         # Chunks lead (they answer local questions); the query's entities follow the first few chunks;
         # community reports lead for global questions.
-        ordered = chunk_hits[:10] + entity_hits + chunk_hits[10:]
+        # The list keeps `limit` passages whatever else it holds: their evidence scale (fusion) then does not
+        # depend on how many entities and reports came with them.
+        ordered = chunk_hits[:10] + entity_hits + chunk_hits[10:limit]
         ordered = community_hits + ordered if query.query_type == "global" else ordered + community_hits
-        return Retrieved(ordered[:limit], total, notes, trace)
+        return Retrieved(ordered, total, notes, trace, ratio_scores=True)

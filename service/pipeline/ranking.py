@@ -26,7 +26,6 @@ from hybridrag.schemas.search import QueryClassification, SearchRequest, SearchW
 log = logging.getLogger("hybridrag.engine")
 
 STRATEGIES = ("keyword", "semantic", "graph")
-SCORED_STRATEGIES = ("keyword", "semantic")
 MIN_DEPTH = 100
 MAX_DEPTH = 1000
 

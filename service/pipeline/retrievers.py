@@ -35,6 +35,9 @@ class Candidate:
     id: str
     raw_score: float
     score: float  # normalised to 0..1
+    # What the candidate is: "chunk", or "entity" / "community" (the graph's list holds all three, each kind
+    # scored on its own scale).
+    kind: str = "chunk"
 
 
 @dataclass(slots=True)
@@ -44,6 +47,9 @@ class Retrieved:
     notes: list[str] = field(default_factory=list)
     # What a retriever can say afterwards about how it reached a candidate (the graph's walk); optional.
     trace: Any = None
+    # True when each candidate's `score` is its raw score over the best of its kind, on a scale with a natural
+    # zero (the graph's PageRank mass): fusion then weighs it as such instead of min-max over the list.
+    ratio_scores: bool = False
 
 
 class Retriever(Protocol):
