@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -252,13 +252,27 @@ class GraphTrace:
 
     seeds: tuple[int, ...]
     mass: np.ndarray  # over all nodes (entities, then chunks)
-    parents: dict[int, int] | None = None  # the breadth-first tree of paths, built on first use
+    # The breadth-first traversal behind `path`, advanced only as far as the results asked for so far.
+    parents: dict[int, int] | None = None
+    traversal: Iterator[int] | None = None
 
     def _chain(self, graph: GraphIndex, target: int) -> list[int]:
-        """A shortest chain of edges from a seed to `target` through nodes the walk reached, seeds first."""
+        """A shortest chain of edges from a seed to `target` through nodes the walk reached, seeds first.
+
+        Breadth-first from the seeds, neighbours in order of the mass the walk gave them (so a chain shown is
+        one the walk weighted); at most `PATH_HOPS` edges and `PATH_VISITS` nodes. The traversal is shared by
+        every result of the search and goes only as far as the results need: most are found within a few
+        hundred nodes, so a page of paths costs about one traversal, not one each.
+        """
         if target in self.seeds:
             return [target]
-        parent = self._tree(graph)
+        if self.parents is None:
+            self.parents = {}
+            self.traversal = self._traverse(graph, self.parents)
+        parent = self.parents
+        while target not in parent and self.traversal is not None:
+            if next(self.traversal, None) is None:
+                self.traversal = None
         if target not in parent:
             return []
         chain = [target]
@@ -266,14 +280,9 @@ class GraphTrace:
             chain.append(parent[chain[-1]])
         return chain[::-1]
 
-    def _tree(self, graph: GraphIndex) -> dict[int, int]:
-        """Breadth-first parents from the seeds, neighbours in order of the mass the walk gave them (so a chain
-        shown is one the walk weighted); at most `PATH_HOPS` edges and `PATH_VISITS` nodes. Built once per
-        search and shared by every result's path: one search pays for one traversal, not one per result."""
-        if self.parents is not None:
-            return self.parents
+    def _traverse(self, graph: GraphIndex, parent: dict[int, int]) -> Iterator[int]:
+        """Yields each node as it is reached, recording its parent."""
         a = graph.adjacency
-        parent: dict[int, int] = {}
         frontier = sorted(self.seeds, key=lambda s: -self.mass[s])
         seen = set(frontier)
         for _ in range(PATH_HOPS):
@@ -285,15 +294,13 @@ class GraphTrace:
                     v = int(neighbour)
                     if v in seen:
                         continue
-                    if len(seen) >= PATH_VISITS:
-                        self.parents = parent
-                        return parent
                     seen.add(v)
                     parent[v] = node
+                    yield v
                     nxt.append(v)
+                    if len(seen) >= PATH_VISITS:
+                        return
             frontier = sorted(nxt, key=lambda s: -self.mass[s])
-        self.parents = parent
-        return parent
 
     def path(self, graph: GraphIndex, item_id: str) -> list[dict[str, Any]]:
         """The walk that reached a graph result, seed first: each step an entity or a passage, with the kind
