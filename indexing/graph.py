@@ -182,12 +182,13 @@ def link_title_spans(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
     name is about. Single-word titles link only by exact name ("Paris" inside "Paris Hilton" is someone
     else). Depends only on the whole set of mentions, so an incremental update links as a full build does.
     """
-    titles = {
-        m.key
-        for c in chunks
-        for m in c.mentions
-        if m.sentence_start < 0 and len(m.key.split()) >= TITLE_SPAN_MIN_WORDS
-    }
+    # Title key -> the title's own mention: the linked mention takes its type, so a long name's type
+    # ("... of Nine Inch Nails": organisation) never outvotes what the title entity is.
+    titles: dict[str, Mention] = {}
+    for c in chunks:
+        for m in c.mentions:
+            if m.sentence_start < 0 and len(m.key.split()) >= TITLE_SPAN_MIN_WORDS:
+                titles.setdefault(m.key, m)
     if not titles:
         return list(chunks)
     out = []
@@ -198,12 +199,21 @@ def link_title_spans(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
             words = m.key.split()
             if m.sentence_start < 0 or len(words) <= TITLE_SPAN_MIN_WORDS:
                 continue
+            surface_words = m.surface.split()
             for size in range(len(words) - 1, TITLE_SPAN_MIN_WORDS - 1, -1):
                 for start in range(len(words) - size + 1):
                     key = " ".join(words[start : start + size])
                     if key in titles and (key, m.sentence_start) not in have:
                         have.add((key, m.sentence_start))
-                        added.append(Mention(key, m.surface, m.type, m.sentence_start, m.sentence_end))
+                        # The words of the long name that spell the title, as written in the text.
+                        surface = (
+                            " ".join(surface_words[start : start + size])
+                            if len(surface_words) == len(words)
+                            else titles[key].surface
+                        )
+                        added.append(
+                            Mention(key, surface, titles[key].type, m.sentence_start, m.sentence_end)
+                        )
         out.append(replace(c, mentions=[*c.mentions, *added]) if added else c)
     return out
 

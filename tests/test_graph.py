@@ -81,6 +81,10 @@ def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
     by_key = {e.name.lower(): e for e in graph.entities}
     reznor = by_key["trent reznor"]
     assert set(reznor.chunk_ids) == {"a", "c"} and reznor.title_chunk_ids == ["a"]
+    # The linked mentions are spelled as the title's words and typed as the title's entity, not as the long name.
+    assert reznor.name == "Trent Reznor" and not reznor.aliases and reznor.type == "person"
+    linked = [m for m in link_title_spans(chunks)[2].mentions if m.key == "nine inch nails"]
+    assert [m.surface for m in linked] == ["Nine Inch Nails"]
     assert set(by_key["nine inch nails"].chunk_ids) == {"b", "c"}
     # A one-word title links by its exact name only: "Paris Hilton" is not the city.
     assert by_key["paris"].chunk_ids == ["d"]
