@@ -194,6 +194,43 @@ def test_file_filter_applies_to_graph_results(client: TestClient) -> None:
         assert "toyota-en.md" in files
 
 
+def test_title_links_follow_incremental_adds_and_deletes(tmp_path: Path) -> None:
+    def write(name: str, doc: dict[str, str]) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "d.jsonl").write_text(json.dumps(doc) + "\n", "utf-8")
+        return folder
+
+    soundtrack = write(
+        "soundtrack",
+        {
+            "_id": "nbk",
+            "title": "Natural Born Killers",
+            "text": "The album was produced by Trent Reznor of Nine Inch Nails.",
+        },
+    )
+    reznor = write(
+        "reznor",
+        {"_id": "tr", "title": "Trent Reznor", "text": "Michael Trent Reznor is an American musician."},
+    )
+    index_dir = tmp_path / "idx"
+    builder = IndexBuilder(index_dir, BuildConfig(embedding_model=None))
+    builder.build(soundtrack)
+
+    def reznor_chunks() -> set[str]:
+        graph, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+        entity = next((e for e in graph.entities if e.name == "Trent Reznor"), None)
+        return set() if entity is None else set(entity.chunk_ids)
+
+    assert reznor_chunks() == set()  # no page titled "Trent Reznor" yet: nothing to link to
+    builder.add(reznor)  # the page arrives later: the earlier document's long name now mentions it
+    graph, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+    entity = next(e for e in graph.entities if e.name == "Trent Reznor")
+    assert len(entity.chunk_ids) == 2 and len(entity.title_chunk_ids) == 1
+    builder.delete(["tr"])
+    assert reznor_chunks() == set()  # the page is gone, and with it the link
+
+
 def test_deleted_document_leaves_no_trace_in_the_graph(tmp_path: Path) -> None:
     source = tmp_path / "src"
     source.mkdir()
