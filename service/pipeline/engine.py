@@ -288,6 +288,6 @@ def fusion_evidence(retrieved: Retrieved) -> list[float]:
     if not retrieved.ratio_scores:
         return score_evidence([c.raw_score for c in retrieved.candidates])
     return [
-        EVIDENCE_FLOOR + (1.0 - EVIDENCE_FLOOR) * min(1.0, max(0.0, c.score)) if c.kind == "chunk" else 1.0
+        EVIDENCE_FLOOR + (1.0 - EVIDENCE_FLOOR) * unit(c.score) if c.kind == "chunk" else 1.0
         for c in retrieved.candidates
     ]

@@ -535,6 +535,6 @@ class GraphRetriever:
         # community reports lead for global questions.
         # The list keeps `limit` passages whatever else it holds: their evidence scale (fusion) then does not
         # depend on how many entities and reports came with them.
-        ordered = chunk_hits[:10] + entity_hits + chunk_hits[10:limit]
+        ordered = chunk_hits[:10] + entity_hits + chunk_hits[10:]
         ordered = community_hits + ordered if query.query_type == "global" else ordered + community_hits
         return Retrieved(ordered, total, notes, trace, ratio_scores=True)
