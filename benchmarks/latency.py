@@ -34,8 +34,11 @@ def run_latency(
     workers: int = 1,
 ) -> dict[str, Any]:
     from hybridrag.indexing.store import current_version
+    from hybridrag.pipeline.settings import Settings
 
     manifest = current_version(index_dir).manifest
+    # What the service will do with this index (HYBRIDRAG_PROJECTED_MIN_ROWS as the service reads it).
+    projected_min_rows = Settings(index_dir=index_dir, _env_file=None).projected_min_rows
     rows: list[dict[str, Any]] = []
     with running_service(index_dir, embedding_model, workers=workers) as service:
         idle_rss = rss_bytes(service.pid)
@@ -75,6 +78,7 @@ def run_latency(
             "documents": manifest["counts"]["documents"],
             "chunks": manifest["counts"]["chunks"],
             "ann": (manifest.get("embedding") or {}).get("ann"),
+            "twoStage": manifest["counts"]["chunks"] >= projected_min_rows,
         },
         "config": {
             "workers": workers,
@@ -96,7 +100,9 @@ def _vector_path(index: dict[str, Any]) -> str:
     from hybridrag.indexing.vectors import IN_MEMORY_MAX_ROWS
 
     if index["chunks"] <= IN_MEMORY_MAX_ROWS:
-        return "exact in-memory vector search" + (
+        two_stage = index.get("twoStage")
+        kind = "two-stage (projected scan, exact rescoring)" if two_stage else "exact"
+        return f"{kind} in-memory vector search" + (
             ", ANN index built for filtered queries" if index["ann"] else ""
         )
     return "ANN vector search"

@@ -30,6 +30,7 @@ hybridrag bench load --dataset ../shared/data/hotpotqa100 --split dev    # load,
 hybridrag bench extract --source ../shared/data/pdf                     # PDF extractors compared
 hybridrag bench graph --dataset ../shared/data/scifact --split train     # graph size and stage cost, 12.5k + 100k
 hybridrag bench profile --dataset ../shared/data/scifact --split train   # per-stage milliseconds, 12.5k + 100k
+hybridrag bench vectors --dataset ../shared/data/scifact --split train   # exact vs two-stage vector search, 12.5k + 100k
 python -m hybridrag.benchmarks.japanese_tokenization ../shared/data/jaquad_ja dev benchmarks/.cache/jaquad_ja-minilm-800
 ```
 

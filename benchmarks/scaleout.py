@@ -229,7 +229,8 @@ def compare(local: Path, remote: Path, dataset: BeirDataset, model: str) -> dict
     from hybridrag.pipeline.settings import Settings
 
     chunk_ids = [read_table(p / CHUNKS).column("chunk_id").to_pylist() for p in (local, remote)]
-    va, vb = _vectors(local), _vectors(remote)
+    with_vectors = model != "none"
+    va, vb = (_vectors(local), _vectors(remote)) if with_vectors else ({}, {})
     same_graph = all(
         (local / "graph" / f.name).read_bytes() == f.read_bytes()
         for f in (remote / "graph").iterdir()
@@ -237,10 +238,13 @@ def compare(local: Path, remote: Path, dataset: BeirDataset, model: str) -> dict
     )
     runs = []
     for path in (local, remote):
-        settings = Settings(index_dir=path.parent.parent, embedding_model=model, _env_file=None)
+        settings = Settings(
+            index_dir=path.parent.parent, embedding_model=model, load_embedder=with_vectors, _env_file=None
+        )
         engine = SearchEngine(settings)
         engine.start()
-        run, _ = run_strategy(engine, dataset, ["keyword", "semantic", "graph"])
+        strategies = ["keyword", "semantic", "graph"] if with_vectors else ["keyword", "graph"]
+        run, _ = run_strategy(engine, dataset, strategies)
         runs.append({q: list(docs)[:10] for q, docs in run.items()})
         engine.close()
     same = sum(1 for q in runs[0] if runs[0][q] == runs[1].get(q))
@@ -266,7 +270,14 @@ def run_scaleout(
     pause_s: float = 0.25,
     settle_s: float = 5.0,
     batch_size: int = 64,
+    rebuild_docs: int | None = None,
+    compare_only: bool = False,
+    write_rows: int = 4096,
 ) -> dict[str, Any]:
+    """`rebuild_docs`: the rebuild under load indexes the first this many documents (kept judged ones
+    included) instead of the whole corpus again: a shorter rebuild, still a new version to switch to.
+    `compare_only`: stop after the two builds and their comparison. `model` "none": no vectors (the chunks,
+    graph and keyword + graph results are compared)."""
     from hybridrag.indexing import store
     from hybridrag.indexing.build import BuildConfig, IndexBuilder
     from hybridrag.indexing.distributed import RayPassages
@@ -277,7 +288,10 @@ def run_scaleout(
             "run this inside a network namespace with loopback alone (Ray binds every interface)"
         )
     dataset = subset(load_beir(data, split), work / "data", docs, queries)
-    config = BuildConfig(embedding_model=model)
+    rebuild_corpus = dataset.corpus
+    if rebuild_docs is not None:
+        rebuild_corpus = subset(load_beir(data, split), work / "rebuild", rebuild_docs, 1).corpus
+    config = BuildConfig(embedding_model=None if model == "none" else model)
     report: dict[str, Any] = {"date": now(), "machine": machine(), "dataset": dataset.name, "model": model}
 
     t0 = time.perf_counter()
@@ -289,16 +303,23 @@ def run_scaleout(
     }
 
     with ray_cluster(2, Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))) as address, s3_server() as url:
-        engine = RayPassages(address, batch_size=batch_size)
+        engine = RayPassages(address, batch_size=batch_size, store_url=url, write_rows=write_rows)
         t0 = time.perf_counter()
         with remote_workspace(url, work / "builder") as mirror:
             IndexBuilder(mirror, config, passages=engine).build(dataset.corpus)
         report["build"]["raySeconds"] = round(time.perf_counter() - t0, 2)
+        remote = RemoteIndex.open(url)
+        built = remote.manifest(str(remote.current())) or {}
+        on_store = built.get(store.WRITTEN_TO_STORE) or {}
+        report["build"]["vectorsWrittenBy"] = (built.get("embedding") or {}).get("writtenBy", "driver")
+        report["build"]["vectorFragments"] = sum(1 for rel in on_store if "/data/" in rel)
         check = mirror_dir(work / "check", url)
         sync_mirror(RemoteIndex.open(url), check)
         report["same"] = compare(
             store.current_version(work / "local").path, store.current_version(check).path, dataset, model
         )
+        if compare_only:
+            return report
 
         replicas = []
         with contextlib.ExitStack() as stack:
@@ -327,7 +348,7 @@ def run_scaleout(
             time.sleep(settle_s)
             t0 = time.perf_counter()
             with remote_workspace(url, work / "builder") as mirror:
-                second = IndexBuilder(mirror, config, passages=engine).build(dataset.corpus).version
+                second = IndexBuilder(mirror, config, passages=engine).build(rebuild_corpus).version
             rebuilt = time.perf_counter()
             switched: list[float | None] = [None, None]
             deadline = time.time() + 120
@@ -341,7 +362,12 @@ def run_scaleout(
             stop.set()
             for t in threads:
                 t.join()
-            report["rebuild"] = {"raySeconds": round(rebuilt - t0, 2), "from": first, "to": second}
+            report["rebuild"] = {
+                "raySeconds": round(rebuilt - t0, 2),
+                "from": first,
+                "to": second,
+                "documents": len(rebuild_corpus.read_text("utf-8").splitlines()),
+            }
             report["killedBuild"] = _killed_build(
                 url, address, dataset.corpus, model, work / "killed", replicas
             )
@@ -413,6 +439,40 @@ def _killed_build(
 
 def to_markdown(report: dict[str, Any]) -> str:
     b, s = report["build"], report["same"]
+    if "replicas" not in report:  # --compare-only
+        return "\n".join(
+            [
+                f"### Scale-out — local vs Ray build of the whole corpus ({report['dataset']}, "
+                f"{report['model']})",
+                "",
+                f"{report['date']}, {report['machine']['cores']} cores; Ray head + 2 one-CPU workers in a "
+                "network namespace, moto S3 server on loopback.",
+                "",
+                markdown_table(
+                    ["documents", "chunks", "local build s", "Ray build s", "same chunk ids", "same graph"],
+                    [
+                        [
+                            b["documents"],
+                            b["chunks"],
+                            b["localSeconds"],
+                            b["raySeconds"],
+                            s["sameChunkIds"],
+                            s["sameGraph"],
+                        ]
+                    ],
+                ),
+                markdown_table(
+                    ["queries", "same top 10", "max vector diff"],
+                    [
+                        [
+                            s["queries"],
+                            s["sameTop10"],
+                            s["maxVectorDiff"] if report["model"] != "none" else "no model",
+                        ]
+                    ],
+                ),
+            ]
+        )
     lines = [
         f"### Scale-out — Ray build to an S3-protocol bucket, two replicas ({report['dataset']}, {report['model']})",
         "",
@@ -435,7 +495,10 @@ def to_markdown(report: dict[str, Any]) -> str:
             ["same chunk ids", "max vector diff", "same graph", "queries", "same top 10"],
             [[s["sameChunkIds"], s["maxVectorDiff"], s["sameGraph"], s["queries"], s["sameTop10"]]],
         ),
-        f"Rebuild on Ray under load: {report['rebuild']['raySeconds']} s.",
+        f"The vector table was written to the bucket by: {b.get('vectorsWrittenBy', 'driver')} "
+        f"({b.get('vectorFragments', 0)} fragment(s), committed once by the driver). "
+        f"Rebuild on Ray under load ({report['rebuild'].get('documents', b['documents'])} documents): "
+        f"{report['rebuild']['raySeconds']} s.",
         "",
         "A Ray build to the bucket killed mid-way (SIGKILL, {killedAfterS} s in): `current` unchanged "
         "{currentUnchanged}, both replicas still on their version {replicasUnchanged} and ready "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -72,14 +73,15 @@ class EnglishAnalyzer:
             return None
         return str(self._stemmer().stemWord(word))
 
+    def normalize_words(self, words: Sequence[str]) -> list[str | None]:
+        """`normalize_word` of each word, stemmed in one call (a highlight pass stems every word of a page)."""
+        lowered = [w.lower().replace("’", "'") for w in words]
+        stems = self._stemmer().stemWords(lowered)
+        return [None if w in ENGLISH_STOPWORDS else str(s) for w, s in zip(lowered, stems, strict=True)]
+
     def tokens(self, text: str) -> list[str]:
         text = unicodedata.normalize("NFKC", text)
-        out = []
-        for match in WORD.finditer(text):
-            token = self.normalize_word(match.group())
-            if token:
-                out.append(token)
-        return out
+        return [t for t in self.normalize_words([m.group() for m in WORD.finditer(text)]) if t]
 
 
 class JapaneseAnalyzer:

@@ -185,18 +185,50 @@ class _Timer:
         self._sink[self._name] = self._sink.get(self._name, 0.0) + time.perf_counter() - self._t0
 
 
+@dataclass(slots=True)
+class WrittenVectors:
+    """The vector table of a new version, written by the passage engine itself straight to the index's
+    object store (by the Ray workers, committed once by the driver) instead of handed to the builder.
+
+    `fetch(dest)` copies the committed table into `dest` (the local staging version's ``vectors/``),
+    checking what the workers wrote, and returns every file of it on the store with its size and sha256
+    (paths relative to the version), so the upload of the version skips them.
+    """
+
+    rows: int
+    fetch: Callable[[Path], dict[str, dict[str, Any]]]
+
+
+@dataclass(slots=True)
+class Passages:
+    """What a passage engine made of new documents: chunks in document order, one vector per chunk (or
+    `written` when the engine wrote the table itself), and entity mentions per chunk id when it extracted
+    them (None: the builder extracts)."""
+
+    chunks: list[Chunk]
+    vectors: np.ndarray | None = None
+    mentions: dict[str, list[Mention]] | None = None
+    written: WrittenVectors | None = None
+
+
 class PassageEngine(Protocol):
     """Chunks documents and embeds their chunks: in this process (the default) or on a cluster (Ray).
 
     Whatever runs it, the result is the same: `make_chunks` gives the chunks, `embedding_text` what each is
-    embedded as, and the vectors come from the configured model, one row per chunk in the same order.
+    embedded as, a chunk's entities are its title's mentions then its text's, and the vectors come from the
+    configured model, one row per chunk in the same order. `version` is given for a complete new version (no
+    base): an engine that writes the vector table itself writes it for that version.
     """
 
     name: str
 
     def chunk_and_embed(
-        self, docs: Sequence[Document], config: BuildConfig, embedder: Embedder | None
-    ) -> tuple[list[Chunk], np.ndarray | None]: ...
+        self,
+        docs: Sequence[Document],
+        config: BuildConfig,
+        embedder: Embedder | None,
+        version: str | None = None,
+    ) -> Passages: ...
 
 
 def _batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -349,9 +381,20 @@ class IndexBuilder:
         create = base is None
         embedder = self._get_embedder()
         new_vectors: np.ndarray | None = None
+        given_mentions: dict[str, list[Mention]] | None = None
+        written: WrittenVectors | None = None
+        written_files: dict[str, dict[str, Any]] = {}
         if self._passages is not None and new_docs:
             with stages.timed("chunk+embed"):
-                new_chunks, new_vectors = self._passages.chunk_and_embed(new_docs, config, embedder)
+                made = self._passages.chunk_and_embed(
+                    new_docs, config, embedder, version=version if create else None
+                )
+            new_chunks, new_vectors, given_mentions, written = (
+                made.chunks,
+                made.vectors,
+                made.mentions,
+                made.written,
+            )
         else:
             with stages.timed("chunk"):
                 new_chunks = []
@@ -372,7 +415,10 @@ class IndexBuilder:
             with stages.timed("entities"):
                 title_mentions = {d.doc_id: extractor.extract_title(d.title) for d in new_docs}
                 for c in self._progress(new_chunks, "entities", len(new_chunks)):
-                    mentions[c.chunk_id] = title_mentions[c.doc_id] + extractor.extract(c.text)
+                    if given_mentions is not None:
+                        mentions[c.chunk_id] = given_mentions[c.chunk_id]
+                    else:
+                        mentions[c.chunk_id] = title_mentions[c.doc_id] + extractor.extract(c.text)
                     c.entity_types = sorted({m.type for m in mentions[c.chunk_id]})
         with stages.timed("keyword"):
             kw = KeywordIndexWriter(staging / "keyword", analyzer, create=create)
@@ -390,10 +436,16 @@ class IndexBuilder:
         if embedder is not None:
             if base is not None and base.manifest.get("embedding", {}).get("dim") not in (None, embedder.dim):
                 raise store.IndexUnavailable("embedding dimension differs from the index being updated")
-            vw = VectorIndexWriter(staging / "vectors", embedder.dim, create=create)
+            if written is not None:
+                with stages.timed("vectors"):
+                    # The workers wrote the table on the object store; the local version gets a checked copy.
+                    written_files = written.fetch(staging / "vectors")
+                if written.rows != len(new_chunks):
+                    raise ValueError(f"the engine wrote {written.rows} vectors for {len(new_chunks)} chunks")
+            vw = VectorIndexWriter(staging / "vectors", embedder.dim, create=create and written is None)
             if removed:
                 vw.delete_documents([d.doc_id for d in removed])
-            batches = list(_batched(range(len(new_chunks)), 256))
+            batches = [] if written is not None else list(_batched(range(len(new_chunks)), 256))
             for rows in self._progress(batches, "embed", len(batches)):
                 batch = [new_chunks[i] for i in rows]
                 if new_vectors is not None:
@@ -424,6 +476,8 @@ class IndexBuilder:
                 "encoder": getattr(embedder, "encoder", "torch"),
                 **ann,
             }
+            if written is not None:
+                embedding["writtenBy"] = self._passages.name if self._passages is not None else "local"
 
         graph_counts: dict[str, int] | None = None
         if config.graph:
@@ -466,6 +520,9 @@ class IndexBuilder:
             "stageSeconds": {k: round(v, 3) for k, v in stages.seconds.items()},
             "engine": self._passages.name if self._passages is not None else "local",
         }
+        if written is not None:
+            # Files already on the object store, byte for byte (remote.RemoteIndex.upload skips them).
+            manifest[store.WRITTEN_TO_STORE] = written_files
         with stages.timed("publish"):
             published = store.publish(self.index_dir, staging, manifest)
         return BuildSummary(

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,10 +147,16 @@ class RemoteIndex:
         """Upload a complete local version, then point `current` at it (the last write)."""
         name = version.version
         files: dict[str, dict[str, Any]] = {}
+        # What the build wrote straight to this store (a Ray build's vector table): skipped where the local
+        # copy is the same bytes.
+        on_store = version.manifest.get(store.WRITTEN_TO_STORE) or {}
         local = sorted(p for p in version.path.rglob("*") if p.is_file() and p.name != store.MANIFEST)
         for path in local:
             rel = path.relative_to(version.path).as_posix()
-            files[rel] = self._upload_file(path, self.path("versions", name, rel))
+            if rel in on_store and _file_digest(path) == on_store[rel]:
+                files[rel] = dict(on_store[rel])
+            else:
+                files[rel] = self._upload_file(path, self.path("versions", name, rel))
             if progress is not None:
                 progress(1)
         body = json.dumps({"version": name, "files": files}, sort_keys=True, indent=1).encode()
@@ -230,9 +236,72 @@ class RemoteIndex:
             raise RemoteUnavailable(f"{self.url}: downloading {source}: {exc}") from exc
         return size, digest.hexdigest()
 
+    def digest(self, path: str) -> dict[str, Any]:
+        """Size and sha256 of one object (read back whole)."""
+        import pyarrow as pa
+
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with self.fs.open_input_stream(path) as src:
+                while block := src.read(_CHUNK):
+                    digest.update(block)
+                    size += len(block)
+        except (pa.ArrowException, OSError) as exc:
+            raise RemoteUnavailable(f"{self.url}: reading {path}: {exc}") from exc
+        return {"size": size, "sha256": digest.hexdigest()}
+
+    def fetch_tree(
+        self,
+        version: str,
+        folder: str,
+        dest: Path,
+        expected: dict[str, dict[str, Any]],
+        keep: Callable[[str], bool] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """Download every object under ``versions/<version>/<folder>`` (those `keep` accepts, by path relative
+        to the version) into `dest`; returns each one's size and sha256.
+
+        Raises:
+            DamagedVersion: an object in `expected` is missing or does not match its checksum there.
+            RemoteUnavailable: the store could not be read.
+        """
+        import pyarrow as pa
+        import pyarrow.fs as pafs
+
+        base = self.path("versions", version, folder)
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+        except (pa.ArrowException, OSError) as exc:
+            raise RemoteUnavailable(f"{self.url}: listing {base}: {exc}") from exc
+        files: dict[str, dict[str, Any]] = {}
+        for info in sorted((i for i in infos if i.type == pafs.FileType.File), key=lambda i: i.path):
+            inner = info.path[len(base) :].lstrip("/")
+            if keep is not None and not keep(f"{folder}/{inner}"):
+                continue
+            target = dest / inner
+            target.parent.mkdir(parents=True, exist_ok=True)
+            size, sha = self._download_file(info.path, target)
+            files[f"{folder}/{inner}"] = {"size": size, "sha256": sha}
+        for rel, want in expected.items():
+            if files.get(rel) != want:
+                problem = "is missing" if rel not in files else "does not match what was written"
+                raise DamagedVersion(version, f"{self.url} version {version}: {rel} {problem}")
+        return files
+
     def lancedb_uri(self, version: str) -> str:
         """Where a version's vector table lives on the bucket (for `lancedb.connect`)."""
         return f"{self.url}/versions/{version}/vectors"
+
+
+def _file_digest(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+            size += len(block)
+    return {"size": size, "sha256": digest.hexdigest()}
 
 
 def lancedb_storage_options() -> dict[str, str]:

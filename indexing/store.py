@@ -31,6 +31,8 @@ from hybridrag.indexing.text import content_hash
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 KEEP_VERSIONS = 2
+# Manifest key: files a build wrote straight to the index's object store ({path in the version: size, sha256}).
+WRITTEN_TO_STORE = "writtenToStore"
 
 
 class IndexUnavailable(RuntimeError):

@@ -15,10 +15,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.fs as pafs
 import pytest
 from conftest import SAMPLE, free_port
@@ -28,6 +30,7 @@ from typer.testing import CliRunner
 from hybridrag.http.app import create_app
 from hybridrag.indexing import store
 from hybridrag.indexing.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.distributed import RayPassages, _chunk_rows, _EmbedActor
 from hybridrag.indexing.remote import (
     DamagedVersion,
     RemoteIndex,
@@ -37,6 +40,7 @@ from hybridrag.indexing.remote import (
     remote_workspace,
     sync_mirror,
 )
+from hybridrag.indexing.sources import Document
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
 
@@ -309,3 +313,96 @@ def test_a_replica_killed_mid_download_serves_nothing_half_written(
     assert sync_mirror(remote, mirror) == (second, second)
     assert not staging.exists()
     assert (mirror / "current" / "padding.bin").stat().st_size == 48 << 20
+
+
+class _InProcessWorkers(RayPassages):
+    """The Ray engine's own chunking, extraction, embedding and fragment-writing code, run batch by batch in
+    this process (Ray binds every interface; tests/test_scaleout.py runs the real cluster in a namespace)."""
+
+    def _rows(
+        self, docs: Sequence[Document], config: BuildConfig, embed: bool, version: str | None
+    ) -> list[dict[str, Any]]:
+        chunk = _chunk_rows(asdict(config))
+        rows = [r for i, d in enumerate(docs) for r in chunk({"doc_index": i, "doc": json.dumps(asdict(d))})]
+        if not embed:
+            return rows
+        actor = _EmbedActor(**self.actor_kwargs(config, version))
+        size = self.write_rows if version is not None else self.batch_size
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(rows), size):
+            part = rows[start : start + size]
+            batch = {k: np.array([r[k] for r in part], dtype=object) for k in part[0]}
+            if start == 0 and version is not None:
+                actor(
+                    batch
+                )  # as an actor retried by Ray: its first fragment is written, then never committed
+            result = actor(batch)
+            out.extend({k: result[k][i] for k in result} for i in range(len(part)))
+        return out[::-1]  # the engine must not depend on the order rows come back in
+
+
+def test_workers_write_the_vector_table_straight_to_the_bucket(
+    bucket_url: str, tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lancedb
+
+    from hybridrag.indexing.tables import CHUNKS, read_table
+
+    uploaded: list[str] = []
+    upload = RemoteIndex._upload_file
+
+    def recording_upload(self: RemoteIndex, path: Path, target: str) -> dict[str, Any]:
+        uploaded.append(target)
+        return upload(self, path, target)
+
+    monkeypatch.setattr(RemoteIndex, "_upload_file", recording_upload)
+    config = BuildConfig(embedding_model="minilm")
+    workers = _InProcessWorkers(store_url=bucket_url, write_rows=7)
+    with remote_workspace(bucket_url, tmp_path / "builder") as mirror:
+        version = IndexBuilder(mirror, config, embedder=embedder, passages=workers).build(SAMPLE).version
+    local = IndexBuilder(tmp_path / "local", config, embedder=embedder).build(SAMPLE)
+
+    remote = RemoteIndex.open(bucket_url)
+    assert remote.current() == version
+    manifest = remote.manifest(version) or {}
+    assert manifest["embedding"]["writtenBy"] == "ray"
+    written = manifest[store.WRITTEN_TO_STORE]
+    data_files = [rel for rel in written if rel.startswith("vectors/chunks.lance/data/")]
+    assert len(data_files) == -(-local.chunks // 7)  # one fragment per batch of 7 rows
+    # Nothing the workers wrote was uploaded again, and files.json lists it with the same checksums.
+    assert not [t for t in uploaded if "/vectors/" in t]
+    listing = json.loads(remote._read(remote.path("versions", version, "files.json")) or b"{}")["files"]
+    assert all(listing[rel] == digest for rel, digest in written.items())
+    # The retried batch's orphan file is on the bucket but in no list: never downloaded by a replica.
+    selector = pafs.FileSelector(remote.path("versions", version, "vectors/chunks.lance/data"))
+    on_bucket = {i.path.rsplit("/", 1)[1] for i in remote.fs.get_file_info(selector)}
+    assert len(on_bucket) == len(data_files) + 1
+    assert len([rel for rel in listing if "/data/" in rel]) == len(data_files)
+
+    # The same index as a local build: chunk ids, row order, filter columns and vectors, graph.
+    check = mirror_dir(tmp_path / "check", bucket_url)
+    sync_mirror(remote, check)
+    paths = [store.current_version(check).path, Path(local.path)]
+    ids = [read_table(p / CHUNKS).column("chunk_id").to_pylist() for p in paths]
+    assert ids[0] == ids[1]
+    tables = [lancedb.connect(str(p / "vectors")).open_table("chunks").to_arrow() for p in paths]
+    for column in ("chunk_id", "doc_id", "file_id", "date", "entity_types"):
+        assert tables[0].column(column).to_pylist() == tables[1].column(column).to_pylist(), column
+    vectors = [np.stack(t.column("vector").to_numpy(zero_copy_only=False)) for t in tables]
+    assert np.abs(vectors[0] - vectors[1]).max() < 1e-4
+    graph_files = sorted(f.name for f in (paths[1] / "graph").iterdir())
+    assert graph_files and graph_files == sorted(f.name for f in (paths[0] / "graph").iterdir())
+    for name in graph_files:
+        assert (paths[0] / "graph" / name).read_bytes() == (paths[1] / "graph" / name).read_bytes(), name
+
+    # An update on top of it (local engine) and a replica serving the result.
+    added = _add(bucket_url, tmp_path / "builder", embedder, tmp_path)
+    _engine, app = _replica(bucket_url, tmp_path / "replica", embedder)
+    with TestClient(app) as client:
+        assert client.get("/readyz").json()["indexVersion"] == added
+        assert _top_title(client, "Kintaikyo wooden arch bridge Iwakuni") == "Kintaikyo Bridge"
+
+    # A worker's file that is not what it wrote is refused when the version is fetched.
+    rel = data_files[0]
+    with pytest.raises(DamagedVersion, match="does not match"):
+        remote.fetch_tree(version, "vectors", tmp_path / "refetch", {rel: {"size": 1, "sha256": "0" * 64}})

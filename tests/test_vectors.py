@@ -101,3 +101,48 @@ def test_ann_index_above_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert len(deep) == depth and deep[0].chunk_id == "c5"
     filtered, _ = index.search(data[3], 10, ChunkFilters(file_ids=["f3.md"]))
     assert filtered and all(int(h.chunk_id[1:]) % 5 == 3 for h in filtered)
+
+
+def test_two_stage_search_rescores_exactly_and_finds_the_exact_top_hits(tmp_path: Path) -> None:
+    # Clustered 128-d vectors, as embeddings are (a few directions hold most of the variance).
+    rng = np.random.default_rng(3)
+    n, dim = 12000, 128
+    centres = rng.normal(size=(40, dim))
+    data = centres[rng.integers(0, 40, n)] + 0.35 * rng.normal(size=(n, dim))
+    data = (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+    writer = vec.VectorIndexWriter(tmp_path / "v", dim, create=True)
+    writer.add(
+        {
+            "chunk_id": [f"c{i}" for i in range(n)],
+            "doc_id": [f"d{i}" for i in range(n)],
+            "file_id": ["f.md"] * n,
+            "date": [None] * n,
+            "entity_types": [[]] * n,
+        },
+        data,
+    )
+    writer.finish()
+    exact = vec.VectorIndex(tmp_path / "v", dim)
+    two = vec.VectorIndex(tmp_path / "v", dim, projected_min_rows=1)
+    assert two.two_stage and not exact.two_stage
+    found = 0
+    for q in range(50):
+        query = data[q * 97] + 0.5 * rng.normal(size=dim).astype(np.float32)
+        want, total = exact.search(query, 10)
+        got, total_two = two.search(query, 10)
+        assert total == total_two == n
+        # Every similarity returned is the exact one, best first, and the page is full.
+        assert len(got) == 10 and [h.similarity for h in got] == sorted(
+            (h.similarity for h in got), reverse=True
+        )
+        unit = query / np.linalg.norm(query)
+        for hit in got:
+            assert hit.similarity == pytest.approx(float(data[int(hit.chunk_id[1:])] @ unit), abs=1e-5)
+        found += len({h.chunk_id for h in want} & {h.chunk_id for h in got})
+        assert two.search(query, 10)[0] == got  # deterministic
+    assert found / 500 >= 0.97
+    # A page deeper than half the index scores every vector: the same as exact.
+    deep = data[5] * 2.0
+    assert [h.chunk_id for h in two.search(deep, 2600)[0]] == [
+        h.chunk_id for h in exact.search(deep, 2600)[0]
+    ]

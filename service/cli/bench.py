@@ -324,6 +324,41 @@ def bench_profile(
     typer.echo(markdown)
 
 
+@bench_app.command("vectors")
+def bench_vectors(
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
+    ],
+    split: Annotated[str, typer.Option(help="qrels split whose queries are used")] = "test",
+    synthetic_chunks: Annotated[
+        int, typer.Option(min=0, help="Also the synthetic corpus of this many chunks (0: skip)")
+    ] = 100_000,
+    max_queries: Annotated[int, typer.Option(min=1, help="Queries per index")] = 300,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """In-memory vector search, exact vs two-stage (projected scan + exact rescoring): recall, milliseconds."""
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.vector_search import run_vector_search, to_markdown
+    from hybridrag.indexing.build import BuildConfig
+
+    data = load_beir(dataset, split)
+    queries = [data.queries[q][:1000] for q in sorted(data.queries)[:max_queries]]
+    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    indexes = [(data.name, index_dir)]
+    target = out or RESULTS / f"vectors-{data.name}-{embedding_model}.json"
+    if synthetic_chunks:
+        synthetic = synthetic_index(data.name, index_dir, synthetic_chunks, embedding_model, target)
+        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic))
+    report = run_vector_search(indexes, queries, embedding_model, dataset=data)
+    markdown = to_markdown(report)
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+
+
 @bench_app.command("extract")
 def bench_extract(
     source: Annotated[Path, typer.Option("--source", help="A folder of PDFs (e.g. ../shared/data/pdf)")],
@@ -379,12 +414,28 @@ def bench_scaleout(
     ] = 500,
     queries: Annotated[int, typer.Option(min=1)] = 50,
     clients: Annotated[int, typer.Option(min=1, help="Client threads per replica during the rebuild")] = 1,
+    rebuild_docs: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Documents of the rebuild under load (default: the same corpus; fewer: a shorter rebuild)",
+        ),
+    ] = None,
     pause: Annotated[
         float, typer.Option(min=0, help="Seconds each client waits between requests (0: saturate)")
     ] = 0.25,
     settle: Annotated[
         float, typer.Option(min=0, help="Seconds of load before the rebuild and after the switch")
     ] = 5,
+    compare_only: Annotated[
+        bool,
+        typer.Option(
+            "--compare-only", help="Only the two builds and their comparison (no replicas, rebuild or kill)"
+        ),
+    ] = False,
+    ray_write_rows: Annotated[
+        int, typer.Option(min=1, help="Rows per vector-table fragment an actor writes to the bucket")
+    ] = 4096,
     embedding_model: ModelOpt = "minilm",
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
@@ -413,7 +464,18 @@ def bench_scaleout(
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory(prefix="hybridrag-scaleout-") as work:
         report = run_scaleout(
-            data, split, Path(work), embedding_model, docs, queries, clients, pause, settle_s=settle
+            data,
+            split,
+            Path(work),
+            embedding_model,
+            docs,
+            queries,
+            clients,
+            pause,
+            settle_s=settle,
+            rebuild_docs=rebuild_docs,
+            compare_only=compare_only,
+            write_rows=ray_write_rows,
         )
     markdown = to_markdown(report)
     write_results(out or RESULTS / f"scaleout-{data.name}.json", report, markdown)

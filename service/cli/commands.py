@@ -183,8 +183,10 @@ def index_build(
                 "give the address of a running Ray cluster (or set RAY_ADDRESS)", param_hint="--address"
             )
         from hybridrag.indexing.distributed import RayPassages
+        from hybridrag.indexing.remote import is_remote
 
-        passages = RayPassages(address, batch_size=ray_batch_size)
+        # To an object store the actors write the vector table there themselves.
+        passages = RayPassages(address, batch_size=ray_batch_size, store_url=out if is_remote(out) else None)
     config = BuildConfig(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,

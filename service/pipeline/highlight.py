@@ -38,10 +38,9 @@ def term_matches(text: str, query_tokens: Collection[str], analyzer: Analyzer) -
             if token and token in wanted:
                 spans.append(Match(begin, end))
     else:
-        for m in WORD.finditer(text):
-            token = analyzer.english.normalize_word(m.group())
-            if token and token in wanted:
-                spans.append(Match(m.start(), m.end()))
+        words = list(WORD.finditer(text))
+        tokens = analyzer.english.normalize_words([m.group() for m in words])
+        spans = [Match(m.start(), m.end()) for m, t in zip(words, tokens, strict=True) if t and t in wanted]
     return _merge_adjacent(spans, text)
 
 

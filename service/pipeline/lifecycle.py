@@ -131,7 +131,12 @@ class IndexLifecycle:
         """
         with self._reload_lock:
             try:
-                loaded = load_index(self.settings.index_dir, self.settings.embedding_model, self._embedder)
+                loaded = load_index(
+                    self.settings.index_dir,
+                    self.settings.embedding_model,
+                    self._embedder,
+                    projected_min_rows=self.settings.projected_min_rows,
+                )
             except store.IndexUnavailable as exc:
                 log.error("index unavailable: %s", exc)
                 self._failed_target = store.current_target(self.settings.index_dir)

@@ -17,7 +17,7 @@ from hybridrag.indexing.graph import GRAPH_JSON
 from hybridrag.indexing.keyword import KeywordIndex
 from hybridrag.indexing.sources import Document
 from hybridrag.indexing.tables import CHUNKS, DOCUMENTS, Chunk, chunk_from_row, document_from_row, read_table
-from hybridrag.indexing.vectors import VectorIndex
+from hybridrag.indexing.vectors import PROJECTED_MIN_ROWS, VectorIndex
 from hybridrag.pipeline.graph_retriever import GraphIndex, GraphRetriever
 from hybridrag.pipeline.retrievers import KeywordRetriever, Retriever, SemanticRetriever
 
@@ -44,7 +44,12 @@ class LoadedIndex:
         return self.version.version
 
 
-def load_index(index_dir: Path, embedding_model: str, embedder: Embedder | None) -> LoadedIndex:
+def load_index(
+    index_dir: Path,
+    embedding_model: str,
+    embedder: Embedder | None,
+    projected_min_rows: int = PROJECTED_MIN_ROWS,
+) -> LoadedIndex:
     """Open the current version of `index_dir`; raises `IndexUnavailable` with a clear message if unusable."""
     version = store.current_version(index_dir)
     config = BuildConfig.from_manifest(version.manifest)
@@ -81,7 +86,9 @@ def load_index(index_dir: Path, embedding_model: str, embedder: Embedder | None)
                 f"embedding model gives {embedder.dim}-d vectors, the index holds {manifest_embedding.get('dim')}-d"
             )
         try:
-            vectors = VectorIndex(version.path / "vectors", embedder.dim)
+            vectors = VectorIndex(
+                version.path / "vectors", embedder.dim, projected_min_rows=projected_min_rows
+            )
         except (OSError, ValueError, RuntimeError) as exc:
             raise store.IndexUnavailable(f"vector store of {version.path} is damaged: {exc}") from exc
         retrievers["semantic"] = SemanticRetriever(vectors, embedder)

@@ -55,8 +55,8 @@ def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResu
     nodes = [graph.entity_index[e] for e in entity_ids if e in graph.entity_index]
     relation_ids = [
         rid
-        for a in nodes
-        for b in nodes
+        for i, a in enumerate(nodes)
+        for b in nodes[i + 1 :]
         if a != b
         and (rid := graph.edge_relation.get((min(a, b), max(a, b)))) is not None
         and chunk_id in graph.relation_chunks.get(rid, ())

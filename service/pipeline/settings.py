@@ -96,6 +96,14 @@ class Settings(BaseSettings):
         description="Threads for numpy's BLAS (in-memory vector search); 0 leaves the library default. One "
         "keeps idle BLAS threads from spinning against the embedding model's threads on small machines.",
     )
+    projected_min_rows: int = Field(
+        50_000,
+        ge=1,
+        description="From this many vectors the in-memory semantic search runs in two stages: a scan of the "
+        "vectors projected on their 96 principal components, then the best 2,000 (40 per result beyond 50) "
+        "rescored exactly; below it every vector is scored (exact). A value above the index's size keeps "
+        "search exact.",
+    )
     search_threads: int = Field(8, ge=1, le=64, description="Threads for running retrievers concurrently.")
     rate_limit_per_s: float | None = Field(
         None,
