@@ -471,6 +471,10 @@ def to_markdown(report: dict[str, Any]) -> str:
                         ]
                     ],
                 ),
+                f"The vector table was written to the bucket by: {b.get('vectorsWrittenBy', 'driver')} "
+                f"({b.get('vectorFragments', 0)} fragment(s), committed once by the driver)."
+                if report["model"] != "none"
+                else "No model: no vector table.",
             ]
         )
     lines = [

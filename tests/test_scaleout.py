@@ -100,7 +100,8 @@ def test_ray_build_to_a_bucket_matches_local_and_replicas_switch_under_load(tmp_
 def test_ray_and_local_builds_of_all_of_scifact_answer_every_dev_query_alike(tmp_path: Path) -> None:
     """The whole corpus (5,183 documents) and every train query (809): chunking, entities, title links and
     communities are corpus-wide, so a subset cannot show them equal. Without a model (embedding all of it
-    twice would take ~25 minutes here; vectors are compared on the subset above): keyword + graph results."""
+    twice took 24 minutes here, benchmarks/results/scaleout-scifact-all-minilm.md; vectors are compared on
+    the subset above): keyword + graph results."""
     problem = _namespace_problem()
     if problem:
         pytest.skip(problem)
