@@ -293,7 +293,7 @@ class RayPassages:
         import lance
         from lance.fragment import FragmentMetadata
 
-        from hybridrag.indexing.remote import RemoteIndex, lancedb_storage_options
+        from hybridrag.indexing.remote import RemoteIndex, RemoteUnavailable, lancedb_storage_options
         from hybridrag.indexing.vectors import vector_schema
 
         for record in records:
@@ -304,11 +304,14 @@ class RayPassages:
         fragments = [FragmentMetadata.from_json(json.dumps(f)) for r in records for f in r["fragments"]]
         for number, fragment in enumerate(fragments):
             fragment.id = number  # each actor numbered its own from 0
-        lance.LanceDataset.commit(
-            f"{remote.url}/versions/{version}/{DATASET}",
-            lance.LanceOperation.Overwrite(vector_schema(dim), fragments),
-            storage_options=lancedb_storage_options(),
-        )
+        try:
+            lance.LanceDataset.commit(
+                f"{remote.url}/versions/{version}/{DATASET}",
+                lance.LanceOperation.Overwrite(vector_schema(dim), fragments),
+                storage_options=lancedb_storage_options(),
+            )
+        except OSError as exc:  # the object store, not the data: the index is left as it was
+            raise RemoteUnavailable(f"{remote.url}: committing the vector table of {version}: {exc}") from exc
         expected = {rel: digest for r in records for rel, digest in r["files"].items()}
 
         def fetch(dest: Path) -> dict[str, dict[str, Any]]:
