@@ -167,17 +167,11 @@ class RemoteIndex:
     def _upload_file(self, path: Path, target: str) -> dict[str, Any]:
         import pyarrow as pa
 
-        digest = hashlib.sha256()
-        size = 0
         try:
             with open(path, "rb") as src, self.fs.open_output_stream(target) as dst:
-                while block := src.read(_CHUNK):
-                    digest.update(block)
-                    size += len(block)
-                    dst.write(block)
+                return _copy_digest(src, dst)
         except (pa.ArrowException, OSError) as exc:
             raise RemoteUnavailable(f"{self.url}: uploading {target}: {exc}") from exc
-        return {"size": size, "sha256": digest.hexdigest()}
 
     def download(self, version: str, target: Path) -> dict[str, Any]:
         """Download a version into `target` (a fresh folder), checking every file; returns its manifest.
@@ -209,47 +203,36 @@ class RemoteIndex:
             dest = target / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             try:
-                size, sha = self._download_file(self.path("versions", version, rel), dest)
+                got = self._download_file(self.path("versions", version, rel), dest)
             except FileNotFoundError:
                 raise DamagedVersion(version, f"{self.url} version {version}: {rel} is missing") from None
-            if size != expected["size"] or sha != expected["sha256"]:
+            if got["size"] != expected["size"] or got["sha256"] != expected["sha256"]:
                 raise DamagedVersion(
                     version, f"{self.url} version {version}: {rel} does not match its checksum"
                 )
         (target / store.MANIFEST).write_bytes(manifest_bytes)
         return dict(manifest)
 
-    def _download_file(self, source: str, dest: Path) -> tuple[int, str]:
+    def _download_file(self, source: str, dest: Path) -> dict[str, Any]:
         import pyarrow as pa
 
-        digest = hashlib.sha256()
-        size = 0
         try:
             with self.fs.open_input_stream(source) as src, open(dest, "wb") as dst:
-                while block := src.read(_CHUNK):
-                    digest.update(block)
-                    size += len(block)
-                    dst.write(block)
+                return _copy_digest(src, dst)
         except FileNotFoundError:
             raise
         except (pa.ArrowException, OSError) as exc:
             raise RemoteUnavailable(f"{self.url}: downloading {source}: {exc}") from exc
-        return size, digest.hexdigest()
 
     def digest(self, path: str) -> dict[str, Any]:
         """Size and sha256 of one object (read back whole)."""
         import pyarrow as pa
 
-        digest = hashlib.sha256()
-        size = 0
         try:
             with self.fs.open_input_stream(path) as src:
-                while block := src.read(_CHUNK):
-                    digest.update(block)
-                    size += len(block)
+                return _copy_digest(src)
         except (pa.ArrowException, OSError) as exc:
             raise RemoteUnavailable(f"{self.url}: reading {path}: {exc}") from exc
-        return {"size": size, "sha256": digest.hexdigest()}
 
     def fetch_tree(
         self,
@@ -281,8 +264,7 @@ class RemoteIndex:
                 continue
             target = dest / inner
             target.parent.mkdir(parents=True, exist_ok=True)
-            size, sha = self._download_file(info.path, target)
-            files[f"{folder}/{inner}"] = {"size": size, "sha256": sha}
+            files[f"{folder}/{inner}"] = self._download_file(info.path, target)
         for rel, want in expected.items():
             if files.get(rel) != want:
                 problem = "is missing" if rel not in files else "does not match what was written"
@@ -294,14 +276,21 @@ class RemoteIndex:
         return f"{self.url}/versions/{version}/vectors"
 
 
-def _file_digest(path: Path) -> dict[str, Any]:
+def _copy_digest(src: Any, dst: Any = None) -> dict[str, Any]:
+    """Size and sha256 of what `src` yields, copied to `dst` on the way when given (one read of the data)."""
     digest = hashlib.sha256()
     size = 0
-    with open(path, "rb") as fh:
-        while block := fh.read(_CHUNK):
-            digest.update(block)
-            size += len(block)
+    while block := src.read(_CHUNK):
+        digest.update(block)
+        size += len(block)
+        if dst is not None:
+            dst.write(block)
     return {"size": size, "sha256": digest.hexdigest()}
+
+
+def _file_digest(path: Path) -> dict[str, Any]:
+    with open(path, "rb") as fh:
+        return _copy_digest(fh)
 
 
 def lancedb_storage_options() -> dict[str, str]:
