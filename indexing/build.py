@@ -411,14 +411,15 @@ class IndexBuilder:
         if config.graph:
             if base is not None and (base.path / MENTIONS).is_file():
                 mentions = read_mentions(base.path / MENTIONS, {c.chunk_id for c in chunks})
-            extractor = EntityExtractor(analyzer)
             with stages.timed("entities"):
-                title_mentions = {d.doc_id: extractor.extract_title(d.title) for d in new_docs}
-                for c in self._progress(new_chunks, "entities", len(new_chunks)):
-                    if given_mentions is not None:
-                        mentions[c.chunk_id] = given_mentions[c.chunk_id]
-                    else:
+                if given_mentions is not None:  # the engine extracted them (on the cluster)
+                    mentions.update((c.chunk_id, given_mentions[c.chunk_id]) for c in new_chunks)
+                else:
+                    extractor = EntityExtractor(analyzer)
+                    title_mentions = {d.doc_id: extractor.extract_title(d.title) for d in new_docs}
+                    for c in self._progress(new_chunks, "entities", len(new_chunks)):
                         mentions[c.chunk_id] = title_mentions[c.doc_id] + extractor.extract(c.text)
+                for c in new_chunks:
                     c.entity_types = sorted({m.type for m in mentions[c.chunk_id]})
         with stages.timed("keyword"):
             kw = KeywordIndexWriter(staging / "keyword", analyzer, create=create)
