@@ -287,10 +287,11 @@ def run_scaleout(
         raise RuntimeError(
             "run this inside a network namespace with loopback alone (Ray binds every interface)"
         )
-    dataset = subset(load_beir(data, split), work / "data", docs, queries)
+    full = load_beir(data, split)
+    dataset = subset(full, work / "data", docs, queries)
     rebuild_corpus = dataset.corpus
     if rebuild_docs is not None:
-        rebuild_corpus = subset(load_beir(data, split), work / "rebuild", rebuild_docs, 1).corpus
+        rebuild_corpus = subset(full, work / "rebuild", rebuild_docs, 1).corpus
     config = BuildConfig(embedding_model=None if model == "none" else model)
     report: dict[str, Any] = {"date": now(), "machine": machine(), "dataset": dataset.name, "model": model}
 

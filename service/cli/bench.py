@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hybridrag.cli.commands import ModelOpt, app, offline
 from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL
+
+if TYPE_CHECKING:
+    from hybridrag.benchmarks.common import BeirDataset
 
 bench_app = typer.Typer(
     help="Benchmarks (quality, latency, build cost); results as JSON + markdown.", no_args_is_help=True
@@ -33,6 +36,31 @@ def synthetic_index(name: str, base_index: Path, chunks: int, embedding_model: s
         built = build_synthetic(base_index, chunks, synthetic_dir, embedding_model)
         write_results(target.with_name(f"build-synthetic-{chunks}.json"), built, build_markdown(built))
     return synthetic_dir / "index"
+
+
+def _queries_and_indexes(
+    dataset: Path,
+    split: str,
+    max_queries: int,
+    embedding_model: str,
+    synthetic_chunks: int,
+    target: Path | None,
+    stem: str,
+) -> tuple[BeirDataset, list[str], list[tuple[str, Path]], Path]:
+    """The dataset, its first `max_queries` queries, its cached index (plus the synthetic corpus of
+    `synthetic_chunks` chunks when > 0) and the result file (`target`, else results/<stem>-<name>-<model>.json)."""
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir
+    from hybridrag.indexing.build import BuildConfig
+
+    data = load_beir(dataset, split)
+    queries = [data.queries[q][:1000] for q in sorted(data.queries)[:max_queries]]
+    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    indexes = [(data.name, index_dir)]
+    target = target or RESULTS / f"{stem}-{data.name}-{embedding_model}.json"
+    if synthetic_chunks:
+        synthetic = synthetic_index(data.name, index_dir, synthetic_chunks, embedding_model, target)
+        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic))
+    return data, queries, indexes, target
 
 
 @bench_app.command("quality")
@@ -271,18 +299,12 @@ def bench_graph(
 ) -> None:
     """Graph size, load time, build stage and the graph stage of a search (seed / walk / total), in process."""
     offline()
-    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.common import write_results
     from hybridrag.benchmarks.graph_cost import run_graph_cost, to_markdown
-    from hybridrag.indexing.build import BuildConfig
 
-    data = load_beir(dataset, split)
-    queries = [data.queries[q][:1000] for q in sorted(data.queries)[:max_queries]]
-    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
-    indexes = [(data.name, index_dir)]
-    target = out or RESULTS / f"graph-cost-{data.name}-{embedding_model}.json"
-    if synthetic_chunks:
-        synthetic = synthetic_index(data.name, index_dir, synthetic_chunks, embedding_model, target)
-        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic))
+    _data, queries, indexes, target = _queries_and_indexes(
+        dataset, split, max_queries, embedding_model, synthetic_chunks, out, "graph-cost"
+    )
     report = run_graph_cost(indexes, queries, embedding_model)
     markdown = to_markdown(report)
     write_results(target, report, markdown)
@@ -306,18 +328,12 @@ def bench_profile(
 ) -> None:
     """Where a hybrid search's milliseconds go: classify, embed, each retriever, fusion, response."""
     offline()
-    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.common import write_results
     from hybridrag.benchmarks.profile import run_profile, to_markdown
-    from hybridrag.indexing.build import BuildConfig
 
-    data = load_beir(dataset, split)
-    queries = [data.queries[q][:1000] for q in sorted(data.queries)[:max_queries]]
-    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
-    indexes = [(data.name, index_dir)]
-    target = out or RESULTS / f"profile-{data.name}-{embedding_model}.json"
-    if synthetic_chunks:
-        synthetic = synthetic_index(data.name, index_dir, synthetic_chunks, embedding_model, target)
-        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic))
+    _data, queries, indexes, target = _queries_and_indexes(
+        dataset, split, max_queries, embedding_model, synthetic_chunks, out, "profile"
+    )
     report = run_profile(indexes, queries, embedding_model)
     markdown = to_markdown(report)
     write_results(target, report, markdown)
@@ -341,18 +357,12 @@ def bench_vectors(
 ) -> None:
     """In-memory vector search, exact vs two-stage (projected scan + exact rescoring): recall, milliseconds."""
     offline()
-    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.common import write_results
     from hybridrag.benchmarks.vector_search import run_vector_search, to_markdown
-    from hybridrag.indexing.build import BuildConfig
 
-    data = load_beir(dataset, split)
-    queries = [data.queries[q][:1000] for q in sorted(data.queries)[:max_queries]]
-    index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
-    indexes = [(data.name, index_dir)]
-    target = out or RESULTS / f"vectors-{data.name}-{embedding_model}.json"
-    if synthetic_chunks:
-        synthetic = synthetic_index(data.name, index_dir, synthetic_chunks, embedding_model, target)
-        indexes.append((f"synthetic {synthetic_chunks // 1000}k", synthetic))
+    data, queries, indexes, target = _queries_and_indexes(
+        dataset, split, max_queries, embedding_model, synthetic_chunks, out, "vectors"
+    )
     report = run_vector_search(indexes, queries, embedding_model, dataset=data)
     markdown = to_markdown(report)
     write_results(target, report, markdown)
