@@ -6,6 +6,7 @@ dataset round-robin. Rerank is off (as in the targets); every other option is th
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,26 @@ from hybridrag.benchmarks.common import (
     now,
     percentile,
 )
-from hybridrag.benchmarks.loadgen import drive, rss_bytes, running_service
+from hybridrag.benchmarks.loadgen import DriveResult, drive, merged, rss_bytes, running_service
 
 WARMUP = 10
+
+
+ROUNDS = 4  # with a baseline: each level runs in this many alternating rounds, so drift hits both alike
+
+
+def _row(strategy: str, clients: int, r: DriveResult) -> dict[str, Any]:
+    return {
+        "strategy": strategy,
+        "clients": clients,
+        "requests": r.requests,
+        "errors": r.failed,
+        "errorSamples": (r.errors + r.degraded)[:3],
+        "p50ms": round(percentile(r.latencies_ms, 50), 1),
+        "p95ms": round(percentile(r.latencies_ms, 95), 1),
+        "p99ms": round(percentile(r.latencies_ms, 99), 1),
+        "qps": round(r.requests / r.wall_s, 1) if r.wall_s > 0 else None,
+    }
 
 
 def run_latency(
@@ -32,7 +50,12 @@ def run_latency(
     requests: int = 160,
     label: str = "",
     workers: int = 1,
+    baseline: Path | None = None,
 ) -> dict[str, Any]:
+    """Latency per strategy and concurrency level. With `baseline` (another source tree, e.g. a git
+    worktree of an older commit) a second service runs that code on the same index, idle while the
+    other is measured; every level is measured in `ROUNDS` rounds that alternate which service goes first,
+    and each row carries the baseline's figures and the ratios (this / baseline)."""
     from hybridrag.indexing.store import current_version
     from hybridrag.pipeline.settings import Settings
 
@@ -40,34 +63,56 @@ def run_latency(
     # What the service will do with this index (HYBRIDRAG_PROJECTED_MIN_ROWS as the service reads it).
     projected_min_rows = Settings(index_dir=index_dir, _env_file=None).projected_min_rows
     rows: list[dict[str, Any]] = []
-    with running_service(index_dir, embedding_model, workers=workers) as service:
-        idle_rss = rss_bytes(service.pid)
-        peak = idle_rss
+    with contextlib.ExitStack() as stack:
+        service = stack.enter_context(running_service(index_dir, embedding_model, workers=workers))
+        services = {"this": service}
+        if baseline is not None:
+            services["baseline"] = stack.enter_context(
+                running_service(index_dir, embedding_model, workers=workers, source=baseline)
+            )
+        idle = {name: rss_bytes(s.pid) for name, s in services.items()}
+        peak = dict(idle)
         for strategy in strategies:
             bodies = [
                 {"text": q[:1000], "options": {"strategies": [strategy], "limit": 10, "rerankEnabled": False}}
                 for q in queries
             ]
-            drive(service.url, bodies[:WARMUP], clients=1, requests=WARMUP)
+            for s in services.values():
+                drive(s.url, bodies[:WARMUP], clients=1, requests=WARMUP)
             for level in levels:
-                r = drive(
-                    service.url, bodies, clients=level, requests=requests, pid=service.pid, sample_every_s=0.5
-                )
-                peak = max([peak, *(b for _, b in r.rss_samples)])
-                rows.append(
-                    {
-                        "strategy": strategy,
-                        "clients": level,
-                        "requests": r.requests,
-                        "errors": r.failed,
-                        "errorSamples": (r.errors + r.degraded)[:3],
-                        "p50ms": round(percentile(r.latencies_ms, 50), 1),
-                        "p95ms": round(percentile(r.latencies_ms, 95), 1),
-                        "p99ms": round(percentile(r.latencies_ms, 99), 1),
-                        "qps": round(r.requests / r.wall_s, 1) if r.wall_s > 0 else None,
+                runs: dict[str, list[DriveResult]] = {name: [] for name in services}
+                rounds = ROUNDS if baseline is not None else 1
+                sent = 0
+                for i in range(rounds):
+                    # Each round goes on through the queries where the last one stopped, as one run would.
+                    count = requests // rounds + (i < requests % rounds)
+                    part = bodies[sent % len(bodies) :] + bodies[: sent % len(bodies)]
+                    sent += count
+                    order = list(services) if i % 2 == 0 else list(services)[::-1]
+                    for name in order:
+                        s = services[name]
+                        r = drive(
+                            s.url,
+                            part,
+                            clients=level,
+                            requests=count,
+                            pid=s.pid,
+                            sample_every_s=0.5,
+                        )
+                        runs[name].append(r)
+                        peak[name] = max([peak[name], *(b for _, b in r.rss_samples)])
+                row = _row(strategy, level, merged(runs["this"]))
+                if baseline is not None:
+                    base = _row(strategy, level, merged(runs["baseline"]))
+                    row["baseline"] = {
+                        k: base[k] for k in ("requests", "errors", "p50ms", "p95ms", "p99ms", "qps")
                     }
-                )
-        final_rss = rss_bytes(service.pid)
+                    row["p50Ratio"] = round(row["p50ms"] / base["p50ms"], 2) if base["p50ms"] else None
+                    row["qpsRatio"] = (
+                        round(row["qps"] / base["qps"], 2) if row["qps"] and base["qps"] else None
+                    )
+                rows.append(row)
+        final = {name: rss_bytes(s.pid) for name, s in services.items()}
     return {
         "benchmark": "latency",
         "label": label,
@@ -86,14 +131,26 @@ def run_latency(
             "requestsPerLevel": requests,
             "limit": 10,
             "rerank": False,
+            "baseline": _describe(baseline) if baseline is not None else None,
+            "rounds": ROUNDS if baseline is not None else 1,
         },
         "memory": {
-            "idleMB": round(idle_rss / 2**20),
-            "peakMB": round(peak / 2**20),
-            "finalMB": round(final_rss / 2**20),
+            "idleMB": round(idle["this"] / 2**20),
+            "peakMB": round(peak["this"] / 2**20),
+            "finalMB": round(final["this"] / 2**20),
         },
         "results": rows,
     }
+
+
+def _describe(tree: Path) -> dict[str, Any]:
+    """The baseline tree and, when it is a git checkout, its commit."""
+    import subprocess
+
+    commit = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {"dir": str(tree), "commit": commit or None}
 
 
 def _vector_path(index: dict[str, Any]) -> str:
@@ -112,12 +169,24 @@ def to_markdown(report: dict[str, Any]) -> str:
     idx, mem = report["index"], report["memory"]
     headers = ["strategy", "clients", *LATENCY_HEADERS]
     rows = [[r["strategy"], r["clients"], *latency_cells(r)] for r in report["results"]]
+    base = report["config"].get("baseline")
+    note = ""
+    if base:
+        headers += ["baseline p50 ms", "baseline req/s", "x p50", "x req/s"]
+        for cells, r in zip(rows, report["results"], strict=True):
+            cells += [r["baseline"]["p50ms"], r["baseline"]["qps"], r["p50Ratio"], r["qpsRatio"]]
+        note = (
+            f"Baseline: commit {base['commit'] or base['dir']} served side by side on the same index, "
+            f"{report['config']['rounds']} alternating rounds per row; x = this / baseline "
+            "(p50 below 1 and req/s above 1 are better). "
+        )
     return (
         f"### HTTP latency — {report['label'] or Path(idx['dir']).name}: {idx['chunks']} chunks, "
         f"{report['config'].get('workers', 1)} worker(s) "
         f"({_vector_path(idx)}), {report['config']['embeddingModel']}, "
         f"{report['date'][:10]}, {report['machine']['cores']} cores\n\n"
         + markdown_table(headers, rows)
+        + (f"\n{note}" if note else "")
         + f"\nService memory (RSS): {mem['idleMB']} MB idle after warm-up, {mem['peakMB']} MB peak, "
         f"{mem['finalMB']} MB at the end. Rerank off; limit 10; clients on the same 2 cores as the service.\n"
     )

@@ -42,10 +42,13 @@ def running_service(
     env: dict[str, str] | None = None,
     ready_timeout: float = 600,
     workers: int = 1,
+    source: Path | None = None,
 ) -> Iterator[Service]:
     """`hybridrag serve` on a free loopback port, ready (or raising with its log), stopped afterwards.
 
-    With `workers` > 1 it is ready when every worker has answered /readyz (each reports its process id)."""
+    With `workers` > 1 it is ready when every worker has answered /readyz (each reports its process id).
+    `source` serves the code of another source tree (a git worktree of an older commit, say) with this
+    environment's packages: it runs there, first on the import path."""
     port = free_port()
     log = index_dir.parent / f"serve-{port}.log"
     child_env = {
@@ -59,10 +62,15 @@ def running_service(
         "HYBRIDRAG_LOG_LEVEL": "WARNING",
         **(env or {}),
     }
+    if source is not None:
+        if not (source / "hybridrag" / "cli").is_dir():
+            raise ValueError(f"{source} is not a hybridrag source tree (no hybridrag/cli)")
+        child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "hybridrag.cli", "serve", "--workers", str(workers)],
             env=child_env,
+            cwd=source,
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -122,6 +130,20 @@ class DriveResult:
         return (
             sum(n for code, n in self.statuses.items() if code != 200) + len(self.errors) + len(self.degraded)
         )
+
+
+def merged(results: Sequence[DriveResult]) -> DriveResult:
+    """Several runs of `drive` as one: their requests pooled, their wall times added."""
+    out = DriveResult()
+    for r in results:
+        out.latencies_ms += r.latencies_ms
+        out.statuses.update(r.statuses)
+        out.errors += r.errors
+        out.wall_s += r.wall_s
+        out.rss_samples += r.rss_samples
+        out.versions.update(r.versions)
+        out.degraded += r.degraded
+    return out
 
 
 def drive(

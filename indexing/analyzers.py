@@ -39,6 +39,9 @@ ENGLISH_STOPWORDS = frozenset(
     ).split()
 )
 
+MEMO_WORDS = 100_000  # distinct words an English analyzer remembers the tokens of (~20 MB at most)
+_UNSEEN: Any = object()
+
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 ASCII_WORD = re.compile(r"^[0-9A-Za-z]+(?:['’][A-Za-z]+)?$")
 _JA_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\u3005\u30fc]+")
@@ -57,8 +60,12 @@ JA_STOPWORDS = frozenset(
 class EnglishAnalyzer:
     """Lowercase, stopword removal and Snowball English stemming (the same as the bm25s baseline)."""
 
-    def __init__(self) -> None:
+    def __init__(self, memo_size: int = MEMO_WORDS) -> None:
         self._local = threading.local()
+        # word as written -> its token: a result page stems the same few thousand words over and over.
+        # Bounded (emptied when full); dict reads and writes are atomic, so threads may share it.
+        self._memo: dict[str, str | None] = {}
+        self._memo_size = memo_size
 
     def _stemmer(self) -> Any:
         stemmer = getattr(self._local, "stemmer", None)
@@ -74,10 +81,20 @@ class EnglishAnalyzer:
         return str(self._stemmer().stemWord(word))
 
     def normalize_words(self, words: Sequence[str]) -> list[str | None]:
-        """`normalize_word` of each word, stemmed in one call (a highlight pass stems every word of a page)."""
-        lowered = [w.lower().replace("’", "'") for w in words]
-        stems = self._stemmer().stemWords(lowered)
-        return [None if w in ENGLISH_STOPWORDS else str(s) for w, s in zip(lowered, stems, strict=True)]
+        """`normalize_word` of each word: remembered ones looked up, the rest stemmed in one call (a highlight
+        pass normalizes every word of a page)."""
+        memo = self._memo
+        out = [memo.get(w, _UNSEEN) for w in words]
+        unseen = list(dict.fromkeys(w for w, t in zip(words, out, strict=True) if t is _UNSEEN))
+        if unseen:
+            lowered = [w.lower().replace("’", "'") for w in unseen]
+            stems = self._stemmer().stemWords(lowered)
+            if len(memo) + len(unseen) > self._memo_size:
+                memo.clear()
+            for word, low, stem in zip(unseen, lowered, stems, strict=True):
+                memo[word] = None if low in ENGLISH_STOPWORDS else str(stem)
+            out = [memo[w] if t is _UNSEEN else t for w, t in zip(words, out, strict=True)]
+        return out
 
     def tokens(self, text: str) -> list[str]:
         text = unicodedata.normalize("NFKC", text)

@@ -130,6 +130,49 @@ def test_latency_and_load_runs_against_the_real_service(sample_index: Path, tmp_
     assert len(load["versions"]) == 1 and "| load | 2 |" in to_markdown([load])
 
 
+@pytest.mark.slow
+def test_latency_against_a_baseline_tree_alternates_two_services(sample_index: Path, tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from hybridrag.benchmarks.latency import run_latency, to_markdown
+    from hybridrag.benchmarks.loadgen import running_service
+
+    index_dir = tmp_path / "index"
+    shutil.copytree(sample_index, index_dir, symlinks=True)
+    # A source tree of its own (here the same code, through a link): the service must run from it.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "hybridrag").symlink_to(
+        Path(__file__).resolve().parents[1] / "hybridrag", target_is_directory=True
+    )
+    with (
+        pytest.raises(ValueError, match="not a hybridrag source tree"),
+        running_service(index_dir, "minilm", source=tmp_path),
+    ):
+        pass
+    with running_service(index_dir, "minilm", source=tree) as service:
+        assert Path(f"/proc/{service.pid}/cwd").resolve() == tree.resolve()
+        environ = Path(f"/proc/{service.pid}/environ").read_bytes().split(b"\0")
+        assert f"PYTHONPATH={tree}".encode() in [e.split(os.pathsep.encode())[0] for e in environ]
+    report = run_latency(
+        index_dir,
+        ["Who founded Sony?", "Marie Curie"],
+        "minilm",
+        levels=(1,),
+        strategies=("keyword",),
+        requests=8,
+        baseline=tree,
+    )
+    (row,) = report["results"]
+    assert row["requests"] == 8 and row["errors"] == 0
+    assert row["baseline"]["requests"] == 8 and row["baseline"]["errors"] == 0
+    assert row["p50Ratio"] == round(row["p50ms"] / row["baseline"]["p50ms"], 2) and row["qpsRatio"] > 0
+    assert report["config"]["baseline"]["dir"] == str(tree) and report["config"]["rounds"] == 4
+    table = to_markdown(report)
+    assert "| baseline p50 ms | baseline req/s | x p50 | x req/s |" in table and "alternating rounds" in table
+
+
 def test_rss_slope() -> None:
     from hybridrag.benchmarks.soak import rss_slope_mb_per_min
 

@@ -116,3 +116,39 @@ def test_long_japanese_input_is_tokenized_in_pieces() -> None:
     text = "東京大学の研究者が論文を発表した。" * 4000  # ~68k characters, beyond Sudachi's input limit
     tokens = ANALYZER.tokens(text)
     assert tokens.count("論文") == 4000
+
+
+def test_remembered_word_tokens_match_fresh_ones_and_the_memory_stays_bounded() -> None:
+    from hybridrag.indexing.analyzers import EnglishAnalyzer
+
+    words = ["Running", "runs", "the", "Don’t", "don't", "CATS", "cats", "Über", "3D", "running", "THE"] * 3
+    fresh = [EnglishAnalyzer().normalize_word(w) for w in words]
+    small = EnglishAnalyzer(memo_size=4)  # smaller than the words: the memory is emptied and refilled
+    for _ in range(3):
+        assert small.normalize_words(words) == fresh
+        assert [small.normalize_words([w])[0] for w in words] == fresh
+        assert len(small._memo) <= len(set(words))
+    assert fresh[:4] == ["run", "run", None, None] and fresh[5] == fresh[6] == "cat"
+
+
+@given(st.text(alphabet=st.sampled_from("ab .\n!?。Fig.e.g al vs Mr A\"')]"), max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_sentence_ends_found_full_stop_first_match_the_reference_pattern(text: str) -> None:
+    import re
+
+    from hybridrag.indexing.text import _append_trimmed
+
+    # The pattern before the full stop was matched first (look-behinds tried at every character).
+    reference = re.compile(
+        r"[。！？!?．]+[」』）)\"']*"
+        r"|(?<![A-Z][a-z])(?<!\b[A-Z])(?<!e\.g)(?<!i\.e)(?<!etc)(?<!\bvs)(?<!\bal)(?<!Mrs)(?<!Fig)"
+        r"\.[\"')\]]*(?=\s)"
+        r"|\n\s*\n|\n"
+    )
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in reference.finditer(text):
+        _append_trimmed(text, start, match.end(), spans)
+        start = match.end()
+    _append_trimmed(text, start, len(text), spans)
+    assert split_sentences(text) == spans

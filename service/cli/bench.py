@@ -150,6 +150,16 @@ def bench_latency(
     requests: Annotated[int, typer.Option(min=1, help="Requests per strategy per concurrency level")] = 160,
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     workers: Annotated[int, typer.Option(min=1, help="Service worker processes (serve --workers)")] = 1,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            help="Source tree of the code to compare with (e.g. `git worktree add /tmp/old <commit>`): served "
+            "side by side on the same index, measured in alternating rounds; the table adds its figures "
+            "and the ratios",
+            exists=True,
+            file_okay=False,
+        ),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (.md table and .png plot beside it)")
     ] = None,
@@ -175,7 +185,15 @@ def bench_latency(
     target = out or RESULTS / f"latency-{data.name}-{embedding_model}.json"
     reports = [
         run_latency(
-            index_dir, queries, embedding_model, level_list, names, requests, label=data.name, workers=workers
+            index_dir,
+            queries,
+            embedding_model,
+            level_list,
+            names,
+            requests,
+            label=data.name,
+            workers=workers,
+            baseline=baseline,
         )
     ]
     markdown = to_markdown(reports[0])
@@ -190,6 +208,7 @@ def bench_latency(
                 requests,
                 label=f"synthetic {synthetic_chunks // 1000}k",
                 workers=workers,
+                baseline=baseline,
             )
         )
         markdown += "\n" + to_markdown(reports[1])

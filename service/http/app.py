@@ -13,7 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
 from hybridrag.http.metrics import Metrics
-from hybridrag.http.observability import configure_logging, metrics_middleware, request_id_middleware
+from hybridrag.http.observability import MetricsMiddleware, RequestIdMiddleware, configure_logging
 from hybridrag.http.problems import install_handlers
 from hybridrag.http.ratelimit import RateLimiter
 from hybridrag.http.routes import api, health
@@ -63,7 +63,7 @@ def create_app(
         else None
     )
     if app.state.metrics is not None:
-        app.middleware("http")(metrics_middleware)
+        app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     if settings.cors_origins:
         # Off unless origins are configured: a browser page elsewhere should not call us by default.
         app.add_middleware(
@@ -73,7 +73,7 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "X-API-Key", "X-Request-ID", "Accept-Language"],
             expose_headers=["X-Request-ID", "Retry-After"],
         )
-    app.middleware("http")(request_id_middleware)
+    app.add_middleware(RequestIdMiddleware)
     install_handlers(app)
     app.include_router(health)
     app.include_router(api)

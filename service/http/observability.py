@@ -8,10 +8,12 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from fastapi import Request, Response
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hybridrag.http.metrics import Metrics
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -61,48 +63,84 @@ def new_request_id(incoming: str | None) -> str:
     return uuid.uuid4().hex
 
 
-async def request_id_middleware(
-    request: Request, call_next: Callable[[Request], Awaitable[Response]]
-) -> Response:
-    rid = new_request_id(request.headers.get(REQUEST_ID_HEADER))
-    request.state.request_id = rid
-    token = request_id_var.set(rid)
-    started = time.perf_counter()
-    try:
-        response = await call_next(request)
-    finally:
-        request_id_var.reset(token)
-    response.headers[REQUEST_ID_HEADER] = rid
-    access_log.info(
-        "request",
-        extra={
-            "requestId": rid,
-            "method": request.method,
-            "path": request.url.path,
-            "status": response.status_code,
-            "ms": round((time.perf_counter() - started) * 1000, 2),
-        },
-    )
-    return response
+class RequestIdMiddleware:
+    """Gives every request an id (the caller's `X-Request-ID` when sane), echoes it in the response header,
+    puts it on `request.state.request_id` and on every log line, and writes one access-log line.
+
+    Plain ASGI rather than `@app.middleware("http")`: Starlette's BaseHTTPMiddleware runs the rest of the
+    app in a task of its own and streams the response through it, which cost about a millisecond per
+    request here.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = new_request_id(Headers(scope=scope).get(REQUEST_ID_HEADER))
+        scope.setdefault("state", {})["request_id"] = rid
+        status = 500
+        started = time.perf_counter()
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = rid
+            await send(message)
+
+        token = request_id_var.set(rid)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            request_id_var.reset(token)
+        access_log.info(
+            "request",
+            extra={
+                "requestId": rid,
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status,
+                "ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+        )
 
 
-async def metrics_middleware(
-    request: Request, call_next: Callable[[Request], Awaitable[Response]]
-) -> Response:
-    """Count and time every request by its route template (not its raw path, which would explode labels)."""
-    metrics = request.app.state.metrics
-    metrics.in_flight.inc()
-    started = time.perf_counter()
-    status = 500
-    try:
-        response = await call_next(request)
-        status = response.status_code
-        return response
-    finally:
-        metrics.in_flight.dec()
-        route = request.scope.get("route")
-        template = getattr(route, "path", None) or "unmatched"
-        # Label values come from fixed sets: a made-up method name must not mint a new time series.
-        method = request.method if request.method in KNOWN_METHODS else "OTHER"
-        metrics.requests.labels(method, template, str(status)).inc()
-        metrics.latency.labels(method, template).observe(time.perf_counter() - started)
+class MetricsMiddleware:
+    """Counts and times every request by its route template (not its raw path, which would explode labels).
+
+    Plain ASGI, like `RequestIdMiddleware`. The router records the matched route in the scope it was given,
+    so the template is known once the app has answered.
+    """
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        metrics = self.metrics
+        metrics.in_flight.inc()
+        started = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            metrics.in_flight.dec()
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            # Label values come from fixed sets: a made-up method name must not mint a new time series.
+            method = scope["method"] if scope["method"] in KNOWN_METHODS else "OTHER"
+            metrics.requests.labels(method, template, str(status)).inc()
+            metrics.latency.labels(method, template).observe(time.perf_counter() - started)

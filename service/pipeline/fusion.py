@@ -87,23 +87,27 @@ def weighted_rrf(
                 raise ValueError(f"evidence for {name!r} must lie in 0..1")
     scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
+    best_rank: dict[str, int] = {}
     for name in sorted(rankings):
         w = used[name]
         per_rank = evidence.get(name) if evidence is not None else None
         for rank, item in enumerate(rankings[name], start=1):
-            per = ranks.setdefault(item, {})
-            if name in per:
+            per = ranks.get(item)
+            if per is None:
+                ranks[item] = per = {}
+                best_rank[item] = rank
+            elif name in per:
                 continue
+            elif rank < best_rank[item]:
+                best_rank[item] = rank
             per[name] = rank
             e = per_rank[rank - 1] if per_rank is not None else 1.0
             scores[item] = scores.get(item, 0.0) + w * e / (k + rank)
     best = sum(used.values()) / (k + 1)
-    out = [
-        FusedItem(item, (score / best if normalize and best > 0 else score), ranks[item])
-        for item, score in scores.items()
-    ]
-    out.sort(key=lambda f: (-f.score, min(f.ranks.values()), f.id))
-    return out
+    divisor = best if normalize and best > 0 else 1.0
+    # Sort plain tuples, then build the items: a key function per item was most of the fusion's time.
+    order = sorted((-score, best_rank[item], item) for item, score in scores.items())
+    return [FusedItem(item, -neg / divisor, ranks[item]) for neg, _rank, item in order]
 
 
 def max_unseen_score(

@@ -59,11 +59,16 @@ def fragment(text: str, matches: list[Match], width: int = FRAGMENT_CHARS) -> st
     """A window of `text` around the densest cluster of matches, with ellipses where it was cut."""
     if not matches:
         return text[:width] + ("…" if len(text) > width else "")
+    # Matches are in order and do not overlap, so their ends rise too: one pass with two pointers counts, for
+    # each match, the matches that fit in a window starting there.
     best_start, best_count = matches[0].start, 0
+    j = 0
     for i, m in enumerate(matches):
-        count = sum(1 for other in matches[i:] if other.end - m.start <= width)
-        if count > best_count:
-            best_start, best_count = m.start, count
+        j = max(j, i)
+        while j < len(matches) and matches[j].end - m.start <= width:
+            j += 1
+        if j - i > best_count:
+            best_start, best_count = m.start, j - i
     start = max(0, best_start - width // 4)
     end = min(len(text), start + width)
     start = max(0, end - width)
