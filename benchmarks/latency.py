@@ -178,7 +178,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         note = (
             f"Baseline: commit {base['commit'] or base['dir']} served side by side on the same index, "
             f"{report['config']['rounds']} alternating rounds per row; x = this / baseline "
-            "(p50 below 1 and req/s above 1 are better). "
+            "(p50 below 1 and req/s above 1 are better).\n"
         )
     return (
         f"### HTTP latency — {report['label'] or Path(idx['dir']).name}: {idx['chunks']} chunks, "

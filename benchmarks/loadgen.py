@@ -68,7 +68,14 @@ def running_service(
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")]))
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "hybridrag.cli", "serve", "--workers", str(workers)],
+            # `--workers` only when asked for: older trees (a baseline) have no such option.
+            [
+                sys.executable,
+                "-m",
+                "hybridrag.cli",
+                "serve",
+                *(["--workers", str(workers)] if workers > 1 else []),
+            ],
             env=child_env,
             cwd=source,
             stdout=out,

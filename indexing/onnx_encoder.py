@@ -188,6 +188,10 @@ class OnnxEmbedder:
         self._tokenizer.enable_padding()
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # No busy-waiting between runs: spinning intra-op threads burned the cores the retrievers and the
+        # other requests needed (8 concurrent searches in process: 1.15-1.25x the searches/s without it,
+        # one at a time unchanged).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
