@@ -26,6 +26,7 @@ hybridrag bench quality --dataset ../shared/data/hotpotqa100 --split dev
 hybridrag bench quality --dataset ../shared/data/jaquad_ja --split dev
 hybridrag bench build ../shared/data/scifact/corpus.jsonl --embedding-model none
 hybridrag bench latency --dataset ../shared/data/scifact --split train   # + a synthetic 100k-chunk corpus
+hybridrag bench latency --dataset ../shared/data/scifact --split train --baseline /tmp/old  # side by side with another commit (git worktree add /tmp/old <commit>)
 hybridrag bench load --dataset ../shared/data/hotpotqa100 --split dev    # load, swap under load, soak
 hybridrag bench extract --source ../shared/data/pdf                     # PDF extractors compared
 hybridrag bench graph --dataset ../shared/data/scifact --split train     # graph size and stage cost, 12.5k + 100k
