@@ -63,7 +63,7 @@ class EnglishAnalyzer:
     def __init__(self, memo_size: int = MEMO_WORDS) -> None:
         self._local = threading.local()
         # word as written -> its token: a result page stems the same few thousand words over and over.
-        # Bounded (emptied when full); dict reads and writes are atomic, so threads may share it.
+        # Bounded (emptied when full); single dict reads and writes are atomic, so threads may share it.
         self._memo: dict[str, str | None] = {}
         self._memo_size = memo_size
 
@@ -89,11 +89,15 @@ class EnglishAnalyzer:
         if unseen:
             lowered = [w.lower().replace("’", "'") for w in unseen]
             stems = self._stemmer().stemWords(lowered)
-            if len(memo) + len(unseen) > self._memo_size:
+            fresh = {
+                word: None if low in ENGLISH_STOPWORDS else str(stem)
+                for word, low, stem in zip(unseen, lowered, stems, strict=True)
+            }
+            if len(memo) + len(fresh) > self._memo_size:
                 memo.clear()
-            for word, low, stem in zip(unseen, lowered, stems, strict=True):
-                memo[word] = None if low in ENGLISH_STOPWORDS else str(stem)
-            out = [memo[w] if t is _UNSEEN else t for w, t in zip(words, out, strict=True)]
+            memo.update(fresh)
+            # From `fresh`, not the memory: another thread may empty that meanwhile.
+            out = [fresh[w] if t is _UNSEEN else t for w, t in zip(words, out, strict=True)]
         return out
 
     def tokens(self, text: str) -> list[str]:
