@@ -67,11 +67,25 @@ def test_in_memory_search_equals_lancedb_exact_search(tmp_path: Path) -> None:
     for cid in from_memory:
         assert from_memory[cid] == pytest.approx(from_lance[cid], abs=1e-6)
         assert from_memory[cid] == pytest.approx(data[int(cid[1:])], abs=1e-6)
-    # Filtered searches go to LanceDB either way.
-    f = ChunkFilters(file_ids=["f2.md"])
-    assert [h.chunk_id for h in memory.search(data[2], 20, f)[0]] == [
-        h.chunk_id for h in lance.search(data[2], 20, f)[0]
+    # Filtered searches are answered in memory with LanceDB's SQL prefilter's answers: same rows, same totals.
+    cases = [
+        ChunkFilters(file_ids=["f2.md"]),
+        ChunkFilters(file_ids=["f1.md", "f3.md", "nope.md"], entity_types=["person"]),
+        ChunkFilters(entity_types=["person", "org"], date_start=datetime(2005, 1, 1)),
+        ChunkFilters(date_start=datetime(2003, 1, 1), date_end=datetime(2007, 6, 1)),
+        ChunkFilters(date_end=datetime(2001, 1, 1)),
+        ChunkFilters(chunk_ids=["c3", "c8", "c399", "x"], file_ids=["f3.md", "f4.md"]),
+        ChunkFilters(file_ids=[]),
+        ChunkFilters(entity_types=[]),
+        ChunkFilters(file_ids=["x' OR '1'='1"]),
     ]
+    for f in cases:
+        for q, limit in ((2, 20), (250, 400)):
+            a, total_a = memory.search(data[q], limit, f)
+            b, total_b = lance.search(data[q], limit, f)
+            assert [h.chunk_id for h in a] == [h.chunk_id for h in b] and total_a == total_b, f
+            assert [h.similarity for h in a] == pytest.approx([h.similarity for h in b], abs=1e-5)
+    assert memory.search(data[0], 5, ChunkFilters(file_ids=["f1.md"]))[1] == 80
 
 
 def test_filter_values_are_escaped(tmp_path: Path) -> None:
