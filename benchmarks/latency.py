@@ -160,7 +160,7 @@ def _vector_path(index: dict[str, Any]) -> str:
         two_stage = index.get("twoStage")
         kind = "two-stage (projected scan, exact rescoring)" if two_stage else "exact"
         return f"{kind} in-memory vector search" + (
-            ", ANN index built for filtered queries" if index["ann"] else ""
+            ", ANN index built (unused in memory)" if index["ann"] else ""
         )
     return "ANN vector search"
 
