@@ -70,6 +70,7 @@ def run_latency(
             services["baseline"] = stack.enter_context(
                 running_service(index_dir, embedding_model, workers=workers, source=baseline)
             )
+        rounds = ROUNDS if baseline is not None else 1
         idle = {name: rss_bytes(s.pid) for name, s in services.items()}
         peak = dict(idle)
         for strategy in strategies:
@@ -81,7 +82,6 @@ def run_latency(
                 drive(s.url, bodies[:WARMUP], clients=1, requests=WARMUP)
             for level in levels:
                 runs: dict[str, list[DriveResult]] = {name: [] for name in services}
-                rounds = ROUNDS if baseline is not None else 1
                 sent = 0
                 for i in range(rounds):
                     # Each round goes on through the queries where the last one stopped, as one run would.
@@ -132,7 +132,7 @@ def run_latency(
             "limit": 10,
             "rerank": False,
             "baseline": _describe(baseline) if baseline is not None else None,
-            "rounds": ROUNDS if baseline is not None else 1,
+            "rounds": rounds,
         },
         "memory": {
             "idleMB": round(idle["this"] / 2**20),

@@ -160,38 +160,36 @@ class VectorIndex:
         """True when unfiltered searches rescore the candidates of a projected scan, not every vector."""
         return self._projected is not None
 
-    def _search_in_memory(self, query: np.ndarray, limit: int) -> list[VectorHit]:
-        assert self._matrix is not None and self._ids is not None
+    def _search_in_memory(
+        self, query: np.ndarray, limit: int, filters: ChunkFilters | None = None
+    ) -> tuple[list[VectorHit], int]:
+        """Top `limit` rows by cosine in numpy, and how many rows were eligible. With (active) `filters`, exact
+        over the rows passing them (the predicate of `filter_sql`); without, over every row or the projected
+        scan's candidates."""
+        assert self._matrix is not None and self._ids is not None and self._columns is not None
         norm = float(np.linalg.norm(query))
         unit = query / norm if norm > 0 else query
-        rows = self._projected.candidates(unit, limit) if self._projected is not None else None
-        if rows is None:
-            sims = self._matrix @ unit
-            rows = np.arange(len(sims))
+        if filters is not None:
+            rows = np.flatnonzero(filter_mask(self._columns, filters))
+            if len(rows) == 0:
+                return [], 0
+            eligible = len(rows)
+            # A narrow filter rescores its rows alone; a broad one costs one product over every row.
+            sims = self._matrix[rows] @ unit if len(rows) * 4 < self._rows else (self._matrix @ unit)[rows]
         else:
-            sims = self._matrix[rows] @ unit  # exact similarities of the candidates
+            eligible = self._rows
+            candidates = self._projected.candidates(unit, limit) if self._projected is not None else None
+            if candidates is None:
+                sims = self._matrix @ unit
+                rows = np.arange(len(sims))
+            else:
+                rows = candidates
+                sims = self._matrix[rows] @ unit  # exact similarities of the candidates
         k = min(max(1, limit), len(sims))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
         # Best first; equal similarities in stored order, so results are deterministic.
         top = top[np.lexsort((rows[top], -sims[top]))]
-        return [VectorHit(str(self._ids[rows[i]]), float(sims[i])) for i in top]
-
-    def _search_filtered_in_memory(
-        self, query: np.ndarray, limit: int, filters: ChunkFilters
-    ) -> tuple[list[VectorHit], int]:
-        """Exact top `limit` among the rows passing `filters` (the same predicate as `filter_sql`)."""
-        assert self._matrix is not None and self._ids is not None and self._columns is not None
-        rows = np.flatnonzero(filter_mask(self._columns, filters))
-        if len(rows) == 0:
-            return [], 0
-        norm = float(np.linalg.norm(query))
-        unit = query / norm if norm > 0 else query
-        # A narrow filter rescores its rows alone; a broad one costs one product over every row.
-        sims = self._matrix[rows] @ unit if len(rows) * 4 < self._rows else (self._matrix @ unit)[rows]
-        k = min(max(1, limit), len(sims))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-        top = top[np.lexsort((rows[top], -sims[top]))]
-        return [VectorHit(str(self._ids[rows[i]]), float(sims[i])) for i in top], len(rows)
+        return [VectorHit(str(self._ids[rows[i]]), float(sims[i])) for i in top], eligible
 
     def search(
         self, vector: np.ndarray, limit: int, filters: ChunkFilters | None = None
@@ -201,10 +199,8 @@ class VectorIndex:
         if query.shape[0] != self.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, the index has {self.dim}")
         where = filter_sql(filters)
-        if where is None and self._matrix is not None:
-            return self._search_in_memory(query, limit), self._rows
-        if filters is not None and self._matrix is not None:
-            return self._search_filtered_in_memory(query, limit, filters)
+        if self._matrix is not None:
+            return self._search_in_memory(query, limit, filters if where is not None else None)
         search = self._table.search(query, vector_column_name="vector").distance_type("cosine")
         if self._ann:
             # The HNSW stage returns limit x refine_factor candidates, and its ef must be at least that.
@@ -300,19 +296,24 @@ def filter_mask(columns: pa.Table, filters: ChunkFilters) -> np.ndarray:
     for name, values in (("file_id", filters.file_ids), ("chunk_id", filters.chunk_ids)):
         if values is not None:
             hit = pc.is_in(columns.column(name), value_set=pa.array(list(values), pa.string()))
-            mask &= hit.to_numpy(zero_copy_only=False).astype(bool)
+            mask &= _bools(hit)
     if filters.entity_types is not None:
         types = columns.column("entity_types").combine_chunks()
         flat_hit = pc.is_in(types.flatten(), value_set=pa.array(list(filters.entity_types), pa.string()))
         parents = pc.list_parent_indices(types).to_numpy(zero_copy_only=False)
         any_type = np.zeros(n, dtype=bool)
-        any_type[parents[flat_hit.to_numpy(zero_copy_only=False).astype(bool)]] = True
+        any_type[parents[_bools(flat_hit)]] = True
         mask &= any_type
     for bound, compare in ((filters.date_start, pc.greater_equal), (filters.date_end, pc.less_equal)):
         if bound is not None:
             passed = compare(columns.column("date"), pa.scalar(bound, pa.timestamp("us")))
-            mask &= pc.fill_null(passed, False).to_numpy(zero_copy_only=False).astype(bool)
+            mask &= _bools(pc.fill_null(passed, False))
     return mask
+
+
+def _bools(values: Any) -> np.ndarray:
+    """An Arrow boolean array (without nulls) as a numpy bool array."""
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def filter_sql(filters: ChunkFilters | None) -> str | None:
