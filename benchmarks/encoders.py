@@ -4,6 +4,11 @@ Per model and encoder: query latency at batch 1 (median and p95 over `queries` r
 throughput (passages/s, batches of 32, real passages cut to `passage_chars`), and the agreement with the
 torch vectors (min and mean cosine over every query and passage encoded). Threads: whatever the encoder
 uses by default on this machine (2 cores here), as the service runs it.
+
+Passage throughput is also given as the arithmetic it does: GFLOP/s of the transformer's matrix products
+over the passages' real tokens (`model_flops`), beside what a float32 matrix product of the model's own
+feed-forward shape reaches on these cores (`gemm_gflops`, numpy's BLAS). Encoding passages is bound by that
+arithmetic, so the ratio says how much room a faster runtime could still find.
 """
 
 from __future__ import annotations
@@ -31,6 +36,55 @@ def _texts(dataset: Path, queries: int, passages: int, passage_chars: int) -> tu
     return qs, ps
 
 
+def model_flops(config: dict[str, Any], tokens: int) -> float:
+    """Floating-point operations of one encoder pass over `tokens` tokens (a BERT-style model's `config.json`):
+    per layer the four attention projections, the two feed-forward products and the two attention products
+    (scores and weighted sum), two operations per multiply-add. Embeddings, norms and softmax are left out."""
+    hidden, layers = int(config["hidden_size"]), int(config["num_hidden_layers"])
+    ff = int(config["intermediate_size"])
+    per_token = 4 * hidden * hidden + 2 * hidden * ff + 2 * tokens * hidden
+    return 2.0 * layers * tokens * per_token
+
+
+def gemm_gflops(rows: int, inner: int, cols: int, repeats: int = 5) -> float:
+    """Best float32 GFLOP/s of numpy's matrix product (rows x inner) @ (inner x cols) on this machine."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((rows, inner), dtype=np.float32)
+    b = rng.standard_normal((inner, cols), dtype=np.float32)
+    a @ b  # warm-up: thread pool and packing buffers
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2.0 * rows * inner * cols / best / 1e9
+
+
+def _timed(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _passage_flops(model: str, passages: list[str]) -> tuple[float, float, dict[str, Any]] | None:
+    """(mean real tokens per passage, FLOPs of encoding them all, the model config); None when the model folder
+    has no tokenizer.json / config.json to count with."""
+    from tokenizers import Tokenizer
+
+    from hybridrag.indexing.embedders import ModelUnavailable, model_spec
+    from hybridrag.indexing.onnx_encoder import _max_length
+
+    try:
+        spec = model_spec(model)
+        folder = spec.resolve()
+    except (ModelUnavailable, ValueError):
+        return None
+    if not (folder / "tokenizer.json").is_file() or not (folder / "config.json").is_file():
+        return None
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()  # some tokenizer.json files pad to a fixed length
+    tokenizer.enable_truncation(_max_length(folder))
+    counts = [len(e.ids) for e in tokenizer.encode_batch([spec.passage_prefix + p for p in passages])]
+    return statistics.mean(counts), sum(model_flops(config, n) for n in counts), config
+
+
 def run_encoders(
     datasets: list[Path], models: list[str], queries: int = 100, passages: int = 256, passage_chars: int = 800
 ) -> dict[str, Any]:
@@ -43,8 +97,20 @@ def run_encoders(
         qs += q
         ps += p
     rows: list[dict[str, Any]] = []
+    arithmetic: dict[str, Any] = {}
     for model in models:
         reference: dict[str, np.ndarray] = {}
+        counted = _passage_flops(model, ps)
+        if counted is not None:
+            tokens, flops, config = counted
+            arithmetic[model] = {
+                "tokensPerPassage": round(tokens, 1),
+                "gflopPerPassage": flops / len(ps) / 1e9,
+            }
+            if "gemm" not in arithmetic:
+                # The model's feed-forward product at a batch of 32 passages of this length.
+                shape = (32 * round(tokens), int(config["hidden_size"]), int(config["intermediate_size"]))
+                arithmetic["gemm"] = {"shape": list(shape), "gflops": round(gemm_gflops(*shape), 1)}
         for encoder in ("torch", "onnx"):
             try:
                 embedder = load_embedder(model, encoder)
@@ -76,6 +142,9 @@ def run_encoders(
                     "queryP50ms": round(statistics.median(latencies), 2),
                     "queryP95ms": round(percentile(latencies, 95), 2),
                     "passagesPerS": round(len(ps) / seconds, 1),
+                    "passageGflops": round(arithmetic[model]["gflopPerPassage"] * len(ps) / seconds, 1)
+                    if model in arithmetic
+                    else None,
                     "minCosineVsTorch": round(float(cosines.min()), 5) if cosines is not None else None,
                     "meanCosineVsTorch": round(float(cosines.mean()), 5) if cosines is not None else None,
                 }
@@ -92,6 +161,10 @@ def run_encoders(
         "passages": len(ps),
         "passageChars": passage_chars,
         "rows": rows,
+        "arithmetic": {
+            k: {**v, "gflopPerPassage": round(v["gflopPerPassage"], 3)} if "gflopPerPassage" in v else v
+            for k, v in arithmetic.items()
+        },
         "machine": machine(),
         "at": now(),
     }
@@ -106,6 +179,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         "x",
         "passages/s",
         "x",
+        "GFLOP/s",
         "min cos",
         "mean cos",
     ]
@@ -118,6 +192,7 @@ def to_markdown(report: dict[str, Any]) -> str:
             r.get("querySpeedup", "—"),
             r.get("passagesPerS", "—"),
             r.get("passageSpeedup", "—"),
+            r.get("passageGflops") or "—",
             r.get("minCosineVsTorch", "—"),
             r.get("meanCosineVsTorch", "—"),
         ]
@@ -133,5 +208,30 @@ def to_markdown(report: dict[str, Any]) -> str:
         "texts for every encoder, in one run; x = speed-up over torch; cosine against the torch vectors.\n\n"
         + markdown_table(headers, rows)
         + skipped
+        + _arithmetic_note(report)
         + "\n"
+    )
+
+
+def _arithmetic_note(report: dict[str, Any]) -> str:
+    arithmetic = report.get("arithmetic") or {}
+    gemm = arithmetic.get("gemm")
+    if not gemm:
+        return ""
+    per_model = "; ".join(
+        f"{model} {info['tokensPerPassage']} tokens, {info['gflopPerPassage']} GFLOP per passage"
+        for model, info in arithmetic.items()
+        if model != "gemm"
+    )
+    rows, inner, cols = gemm["shape"]
+    needed = [
+        f"{r['model']} {round(3 * r['passageGflops'], 1)}"
+        for r in report["rows"]
+        if r.get("encoder") == "torch" and r.get("passageGflops")
+    ]
+    return (
+        f"\n\nGFLOP/s: the transformer's matrix products over the passages' real tokens ({per_model}). "
+        f"A float32 matrix product of the feed-forward shape ({rows}x{inner} @ {inner}x{cols}, numpy) reaches "
+        f"{gemm['gflops']} GFLOP/s on these cores; 3x torch's passage throughput would take "
+        f"{', '.join(needed)} GFLOP/s.\n"
     )

@@ -74,8 +74,28 @@ def test_e5_int8_export_agrees_with_torch() -> None:
     fast = OnnxEmbedder(MODEL_REGISTRY["e5-multilingual"])
     assert fast.encoder == "onnx-int8"
     for encode in ("embed_queries", "embed_passages"):
-        cosines = (getattr(fast, encode)(TEXTS) * getattr(torch_e5, encode)(TEXTS)).sum(axis=1)
+        together = getattr(fast, encode)(TEXTS)
+        cosines = (together * getattr(torch_e5, encode)(TEXTS)).sum(axis=1)
         assert cosines.min() >= 0.99, (encode, cosines)
+        # A text's vector does not depend on the texts encoded with it (int8 scales are per call).
+        for i, text in enumerate(TEXTS):
+            assert np.array_equal(getattr(fast, encode)([text])[0], together[i]), (encode, text)
+
+
+def test_an_export_of_an_older_recipe_is_redone(tmp_path: Path) -> None:
+    import json
+
+    from hybridrag.indexing.onnx_encoder import EXPORT_RECIPE, export_is_current
+
+    assert not export_is_current(tmp_path)  # nothing there
+    (tmp_path / "model.onnx").write_bytes(b"")
+    assert not export_is_current(tmp_path)  # no export.json
+    (tmp_path / "export.json").write_text(json.dumps({"precision": "int8"}))  # before recipes were recorded
+    assert not export_is_current(tmp_path)
+    (tmp_path / "export.json").write_text(json.dumps({"recipe": EXPORT_RECIPE - 1}))
+    assert not export_is_current(tmp_path)
+    (tmp_path / "export.json").write_text(json.dumps({"recipe": EXPORT_RECIPE}))
+    assert export_is_current(tmp_path)
 
 
 def test_concurrent_queries_share_encoder_calls(embedder: Any) -> None:
@@ -141,3 +161,19 @@ def test_encoder_benchmark_reports_torch_and_the_export(
     assert torch_row["minCosineVsTorch"] == pytest.approx(1.0, abs=1e-4) and torch_row["querySpeedup"] == 1.0
     assert "models install minilm" in onnx_row["skipped"]
     assert "minilm" in to_markdown(report)
+    # The arithmetic: real tokens counted with the model's tokenizer, a GEMM reference measured here.
+    arithmetic = report["arithmetic"]
+    assert 3 <= arithmetic["minilm"]["tokensPerPassage"] <= 12  # "t\npassage N" plus [CLS]/[SEP]
+    assert torch_row["passageGflops"] > 0 and arithmetic["gemm"]["gflops"] > 0
+    assert arithmetic["gemm"]["shape"][1:] == [384, 1536]
+    assert "GFLOP/s on these cores" in to_markdown(report)
+
+
+def test_model_flops_counts_the_matrix_products() -> None:
+    from hybridrag.benchmarks.encoders import model_flops
+
+    config = {"hidden_size": 4, "num_hidden_layers": 2, "intermediate_size": 8}
+    # per token per layer: 4*4*4 projections + 2*4*8 feed-forward + 2*3*4 attention = 64 + 64 + 24 = 152 MACs
+    assert model_flops(config, 3) == 2 * 2 * 3 * 152
+    # attention grows with the square of the length, the rest linearly
+    assert model_flops(config, 6) - 2 * model_flops(config, 3) == 2 * 2 * (2 * 6 * 6 * 4 - 2 * 2 * 3 * 3 * 4)

@@ -441,11 +441,13 @@ def models_install(
             typer.echo(f"{name} installed at {target}")
     if not onnx:
         return
-    from hybridrag.indexing.onnx_encoder import export_onnx, onnx_dir
+    from hybridrag.indexing.onnx_encoder import export_is_current, export_onnx, onnx_dir
 
-    if (onnx_dir(name) / "model.onnx").is_file() and not force:
+    if export_is_current(onnx_dir(name)) and not force:
         typer.echo(f"{name} ONNX export already at {onnx_dir(name)}")
         return
+    if (onnx_dir(name) / "model.onnx").is_file() and not force:
+        typer.echo(f"{name} ONNX export at {onnx_dir(name)} was made by an older recipe: exporting again")
     try:
         info = export_onnx(MODEL_REGISTRY[name])
     except ModelUnavailable as exc:
