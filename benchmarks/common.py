@@ -67,7 +67,9 @@ def cached_index(
     from hybridrag.indexing.store import IndexUnavailable, current_version
 
     model = config.embedding_model or "none"
-    index_dir = (cache or CACHE) / f"{dataset.name}-{model.replace('/', '_')}-{config.chunk_size}"
+    # Indexes embedded by another passage encoder than torch live beside the torch-built one, not over it.
+    encoder = "" if getattr(config, "encoder", "torch") == "torch" else f"-{config.encoder}"
+    index_dir = (cache or CACHE) / f"{dataset.name}-{model.replace('/', '_')}-{config.chunk_size}{encoder}"
     stamp = {"corpus": fingerprint(dataset.corpus), "config": asdict(config)}
     stamp_file = index_dir / "bench-stamp.json"
     if not rebuild and stamp_file.is_file():

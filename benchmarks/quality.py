@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -134,9 +135,12 @@ def run_quality(
     rerank: bool = True,
     rerank_model: str | None = None,
     encoders: Sequence[str] = (),
+    build_encoders: Sequence[str] = (),
 ) -> dict[str, Any]:
     """`encoders`: further query encoders (e.g. "onnx") to run `semantic` and `hybrid` with, over the same
-    index (built by torch), as rows "semantic[onnx]", "hybrid[onnx]": the quality cost of the fast path."""
+    index (built by torch), as rows "semantic[onnx]", "hybrid[onnx]": the quality cost of the fast path.
+    `build_encoders`: further passage encoders to build a second index with (cached beside the first), searched
+    with the same settings, as rows "semantic[built:onnx]", "hybrid[built:onnx]"."""
     from hybridrag.indexing.build import BuildConfig
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.settings import Settings
@@ -199,6 +203,21 @@ def run_quality(
                 "p95ms": round(percentile(latencies, 95), 2),
             }
         fast.close()
+    builds = {}
+    for encoder in build_encoders:
+        other_dir, builds[encoder] = cached_index(dataset, replace(config, encoder=encoder), cache)
+        other = SearchEngine(settings.model_copy(update={"index_dir": other_dir}))
+        other.start()
+        if not other.components["index"].ready:
+            raise RuntimeError(other.components["index"].detail)
+        for name in ("semantic", "hybrid"):
+            run, latencies = run_strategy(other, dataset, [name], None)
+            results[f"{name}[built:{encoder}]"] = {
+                "metrics": evaluate(dataset.qrels, run),
+                "p50ms": round(percentile(latencies, 50), 2),
+                "p95ms": round(percentile(latencies, 95), 2),
+            }
+        other.close()
     if baseline:
         run, latencies = bm25s_baseline(dataset)
         results["bm25s (reference)"] = {
@@ -215,6 +234,7 @@ def run_quality(
         "machine": machine(),
         "config": {"embeddingModel": embedding_model, "chunkSize": chunk_size, "indexDir": str(index_dir)},
         "build": build,
+        "otherBuilds": builds,
         "results": results,
         "skipped": skipped,
         "anchors": ANCHORS.get(dataset.name, {}),

@@ -24,6 +24,7 @@ Reproduce:
 hybridrag bench quality --dataset ../shared/data/scifact --split train [--embedding-model minilm]
 hybridrag bench quality --dataset ../shared/data/hotpotqa100 --split dev
 hybridrag bench quality --dataset ../shared/data/jaquad_ja --split dev
+hybridrag bench quality --dataset ../shared/data/scifact --split train --strategies semantic,hybrid --no-baseline --build-encoders onnx --out benchmarks/results/build-encoder/quality-scifact-e5-multilingual.json  # an index built by the int8 export beside the torch-built one
 hybridrag bench build ../shared/data/scifact/corpus.jsonl --embedding-model none
 hybridrag bench latency --dataset ../shared/data/scifact --split train   # + a synthetic 100k-chunk corpus
 hybridrag bench latency --dataset ../shared/data/scifact --split train --baseline /tmp/old  # side by side with another commit (git worktree add /tmp/old <commit>)
@@ -102,6 +103,52 @@ def graph_before_after(model: str = DEFAULT_MODEL) -> str:
     )
 
 
+def build_encoder_comparison() -> str:
+    """nDCG@10 and R@5 of indexes whose passages another encoder embedded (results/build-encoder/, written by
+    `bench quality --build-encoders onnx`) beside the torch-built index of the same run and query path."""
+    import json
+
+    from hybridrag.benchmarks.common import markdown_table
+
+    rows = []
+    reports = [
+        json.loads(p.read_text("utf-8")) for p in sorted((RESULTS / "build-encoder").glob("quality-*.json"))
+    ]
+    for report in reports:
+        results = report["results"]
+        for encoder, build in (report.get("otherBuilds") or {}).items():
+            for system in ("semantic", "hybrid"):
+                torch, other = results.get(system), results.get(f"{system}[built:{encoder}]")
+                if torch is None or other is None:
+                    continue
+                t, o = torch["metrics"], other["metrics"]
+                embed_s = (build or {}).get("seconds", {}).get("embed")
+                rows.append(
+                    [
+                        f"{report['dataset']} ({report['split']}, {report['queries']} queries)",
+                        system,
+                        encoder,
+                        t["ndcg@10"],
+                        o["ndcg@10"],
+                        f"{o['ndcg@10'] - t['ndcg@10']:+.4f}",
+                        t["recall@5"],
+                        o["recall@5"],
+                        embed_s if embed_s is not None else "cached",
+                    ]
+                )
+    if not rows:
+        return ""
+    dates = sorted({r["date"][:10] for r in reports})
+    headers = ["dataset", "system", "built by", "nDCG@10 torch-built", "nDCG@10", "delta"]
+    headers += ["R@5 torch-built", "R@5", "embed s"]
+    return (
+        f"### Indexes built by the int8 ONNX passage encoder — {', '.join(dates)}\n\n"
+        "`hybridrag bench quality --strategies semantic,hybrid --build-encoders onnx`: the same corpus built "
+        "twice (torch, and `index build --encoder onnx`), searched the same way (the service's query encoder). "
+        "embed s: the onnx build's passage and entity embedding.\n\n" + markdown_table(headers, rows)
+    )
+
+
 def update_readme(readme: Path) -> None:
     """Replace the block between the markers in the project README with the current summary."""
     begin, end = "<!-- quality:begin -->", "<!-- quality:end -->"
@@ -150,6 +197,9 @@ def main() -> None:
     comparison = graph_before_after()
     if comparison:
         parts.append(comparison.strip() + "\n\n")
+    built = build_encoder_comparison()
+    if built:
+        parts.append(built.strip() + "\n\n")
     for md in sorted(RESULTS.glob("*.md")):
         parts.append(md.read_text("utf-8").strip() + "\n\n")
     (Path(__file__).parent / "README.md").write_text("".join(parts), "utf-8")

@@ -75,6 +75,11 @@ class BuildConfig:
     # Synonym edges between entities with close embedded names (graph.SYNONYM_THRESHOLD). Off by default: on
     # the dev sets they changed nothing measurable and cost an embedding per entity (benchmarks/README.md).
     graph_synonyms: bool = False
+    # How passages are embedded: "torch", "onnx" (the model's export from `hybridrag models install`; an
+    # error without one) or "auto" (the export when installed). The manifest's `embedding.encoder` records
+    # which one ran; queries by any encoder search the index (cosine >= 0.99 between them). `index build`
+    # defaults to auto; the library keeps torch so that existing configs (and cached indexes) mean what they did.
+    encoder: str = "torch"
 
     @classmethod
     def from_manifest(cls, manifest: dict[str, Any]) -> BuildConfig:
@@ -257,7 +262,7 @@ class IndexBuilder:
         if self.config.embedding_model is None:
             return None
         if self._embedder is None:
-            self._embedder = load_embedder(self.config.embedding_model)
+            self._embedder = load_embedder(self.config.embedding_model, self.config.encoder)
         elif self._embedder.name != self.config.embedding_model:
             # The manifest records the configured model: vectors of another model would be mislabelled.
             raise ValueError(

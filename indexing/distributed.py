@@ -65,12 +65,17 @@ class _EmbedActor:
     """
 
     def __init__(
-        self, model: str, batch_size: int, store_url: str | None = None, version: str | None = None
+        self,
+        model: str,
+        batch_size: int,
+        store_url: str | None = None,
+        version: str | None = None,
+        encoder: str = "torch",
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         # One intra-op thread per actor: the actor pool, not the model, spreads work over the cores.
-        self._embedder = load_embedder(model, "torch", threads=1)
+        self._embedder = load_embedder(model, encoder, threads=1)
         self._batch_size = batch_size
         self._remote: Any = None
         self._version = version
@@ -283,6 +288,7 @@ class RayPassages:
         """What each embedding actor is made with (`version`: it writes that version's vector table)."""
         return {
             "model": config.embedding_model,
+            "encoder": config.encoder,
             "batch_size": self.batch_size,
             "store_url": self.store_url if version is not None else None,
             "version": version,

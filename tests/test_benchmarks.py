@@ -88,6 +88,43 @@ def test_quality_benchmark_with_a_reranker(tmp_path: Path, tiny_cross_encoder: P
     assert 0 <= again["results"]["hybrid+rerank"]["metrics"]["ndcg@10"] <= 1
 
 
+@pytest.mark.slow
+def test_quality_benchmark_compares_an_index_built_by_another_encoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hybridrag.benchmarks import report as report_module
+    from hybridrag.benchmarks.common import write_results
+    from hybridrag.indexing.embedders import MODEL_REGISTRY
+    from hybridrag.indexing.onnx_encoder import export_onnx
+
+    monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path / "models"))
+    export_onnx(MODEL_REGISTRY["minilm"])
+    dataset = _tiny_beir(tmp_path / "tiny")
+    report = run_quality(
+        dataset,
+        "test",
+        ["semantic", "hybrid"],
+        embedding_model="minilm",
+        cache=tmp_path / "cache",
+        baseline=False,
+        rerank=False,
+        build_encoders=["onnx"],
+    )
+    assert set(report["results"]) == {"semantic", "hybrid", "semantic[built:onnx]", "hybrid[built:onnx]"}
+    assert report["otherBuilds"]["onnx"]["documents"] == 4
+    cache = tmp_path / "cache"
+    assert sorted(p.name for p in cache.iterdir()) == ["tiny-minilm-800", "tiny-minilm-800-onnx"]
+    built = json.loads((cache / "tiny-minilm-800-onnx" / "current" / "manifest.json").read_text())
+    assert built["embedding"]["encoder"] == "onnx-fp32"
+    # The MiniLM export is fp32: the same ranking as torch on this corpus.
+    for system in ("semantic", "hybrid"):
+        assert report["results"][f"{system}[built:onnx]"]["metrics"] == report["results"][system]["metrics"]
+    monkeypatch.setattr(report_module, "RESULTS", tmp_path / "results")
+    write_results(tmp_path / "results" / "build-encoder" / "quality-tiny-minilm.json", report, "")
+    table = report_module.build_encoder_comparison()
+    assert "| tiny (test, 3 queries) | semantic | onnx |" in table and table.count("| onnx |") == 2
+
+
 def test_build_benchmark(tmp_path: Path) -> None:
     from hybridrag.benchmarks.build_cost import run_build
 
@@ -228,7 +265,8 @@ def test_cached_index_survives_a_new_build_option_and_regraphs_an_old_graph(tmp_
     assert built is not None
     stamp_file = index_dir / "bench-stamp.json"
     stamp = json.loads(stamp_file.read_text("utf-8"))
-    del stamp["config"]["graph_synonyms"]  # as written by a release without the option
+    del stamp["config"]["graph_synonyms"]  # as written by a release without the options
+    del stamp["config"]["encoder"]
     stamp_file.write_text(json.dumps(stamp), "utf-8")
     # ... and a graph of the older format.
     version = store.current_version(index_dir)

@@ -82,6 +82,49 @@ def test_e5_int8_export_agrees_with_torch() -> None:
             assert np.array_equal(getattr(fast, encode)([text])[0], together[i]), (encode, text)
 
 
+@pytest.mark.slow
+def test_a_build_embeds_passages_with_the_chosen_encoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any, sample_index: Path
+) -> None:
+    """`index build` embeds passages with the export when there is one (`--encoder auto`, the default),
+    records it, and `add` keeps it; `--encoder onnx` without an export is refused."""
+    from typer.testing import CliRunner
+
+    from hybridrag.cli.bench import app
+    from hybridrag.cli.commands import SAMPLE_CORPUS
+    from hybridrag.indexing.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.onnx_encoder import export_onnx
+    from hybridrag.indexing.store import current_version
+    from hybridrag.indexing.vectors import VectorIndex
+
+    monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path / "models"))
+    runner = CliRunner()
+    out = tmp_path / "i"
+    build = ["index", "build", str(SAMPLE_CORPUS), "--out", str(out), "--embedding-model", "minilm"]
+    refused = runner.invoke(app, [*build, "--encoder", "onnx"])  # no export on this machine yet
+    assert refused.exit_code == 2 and "models install minilm" in refused.output
+    assert not (out / "current").exists()
+    wrong = runner.invoke(app, [*build, "--encoder", "gpu"])
+    assert wrong.exit_code == 2 and "--encoder" in wrong.output
+    export_onnx(MODEL_REGISTRY["minilm"])
+    assert runner.invoke(app, build).exit_code == 0
+    manifest = current_version(out).manifest
+    assert manifest["config"]["encoder"] == "auto"
+    assert manifest["embedding"]["encoder"] == "onnx-fp32"
+    # Same chunks (content-hashed ids) as the torch-built sample index, and vectors that agree with its.
+    fast = VectorIndex(current_version(out).path / "vectors", embedder.dim)
+    slow = VectorIndex(current_version(sample_index).path / "vectors", embedder.dim)
+    assert fast._ids is not None and slow._ids is not None and set(fast._ids) == set(slow._ids)
+    ids = list(fast._ids)
+    theirs, ours = slow.vectors(ids), fast.vectors(ids)
+    assert min(float(ours[i] @ theirs[i]) for i in ids) >= 0.999
+    added = tmp_path / "more"
+    added.mkdir()
+    (added / "loom.md").write_text("# Looms\n\nThe automatic loom was invented by Sakichi Toyoda.\n", "utf-8")
+    IndexBuilder(out, BuildConfig(embedding_model="minilm")).add(added)
+    assert current_version(out).manifest["embedding"]["encoder"] == "onnx-fp32"
+
+
 def test_an_export_of_an_older_recipe_is_redone(tmp_path: Path) -> None:
     import json
 

@@ -94,6 +94,13 @@ def bench_quality(
             help="Further query encoders (comma-separated, e.g. onnx) for semantic[...] and hybrid[...] rows"
         ),
     ] = "",
+    build_encoders: Annotated[
+        str,
+        typer.Option(
+            help="Further passage encoders (comma-separated, e.g. onnx): a second index built with each, "
+            "searched as semantic[built:...] and hybrid[built:...] rows"
+        ),
+    ] = "",
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
     ] = None,
@@ -126,6 +133,7 @@ def bench_quality(
         baseline=baseline,
         rerank_model=rerank_model,
         encoders=[e.strip() for e in encoders.split(",") if e.strip()],
+        build_encoders=[e.strip() for e in build_encoders.split(",") if e.strip()],
     )
     markdown = to_markdown(report)
     target = out or RESULTS / f"quality-{dataset.name}-{embedding_model.replace('/', '_')}.json"

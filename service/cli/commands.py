@@ -137,6 +137,14 @@ def index_build(
             help="Embed entity names and link near-identical ones in the graph (costs one embedding per entity)",
         ),
     ] = False,
+    encoder: Annotated[
+        str,
+        typer.Option(
+            "--encoder",
+            help="How passages are embedded: auto (the model's export from `hybridrag models install` when "
+            "there is one, else torch), onnx (the export, or an error) or torch",
+        ),
+    ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON")] = False,
     cache_dir: CacheOpt = None,
     engine: Annotated[
@@ -161,10 +169,12 @@ def index_build(
     """Build a new index version from SOURCE and switch `current` to it atomically."""
     offline()
     from hybridrag.indexing.build import BuildConfig, IndexBuilder, NothingToIndex, tqdm_progress
-    from hybridrag.indexing.embedders import ModelUnavailable
+    from hybridrag.indexing.embedders import ENCODERS, ModelUnavailable
 
     if not source.exists():
         raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
+    if encoder not in ENCODERS:
+        raise typer.BadParameter(f"use one of {', '.join(ENCODERS)}", param_hint="--encoder")
     if chunk_overlap >= chunk_size:
         raise typer.BadParameter("must be smaller than --chunk-size", param_hint="--chunk-overlap")
     if engine not in ("local", "ray"):
@@ -192,6 +202,7 @@ def index_build(
         chunk_overlap=chunk_overlap,
         embedding_model=None if embedding_model == "none" else embedding_model,
         graph_synonyms=synonyms,
+        encoder=encoder,
     )
     try:
         with _index_location(out, cache_dir) as local:
