@@ -170,22 +170,14 @@ def run_quality(
     for name in strategies:
         combo, _, fusion = name.partition("@")  # "hybrid@rrf": plain RRF instead of the default fusion
         run, latencies = run_strategy(engine, dataset, combo.split("+"), fusion or None)
-        results[name] = {
-            "metrics": evaluate(dataset.qrels, run),
-            "p50ms": round(percentile(latencies, 50), 2),
-            "p95ms": round(percentile(latencies, 95), 2),
-        }
+        results[name] = scored(dataset, run, latencies)
     skipped: dict[str, str] = {}
     if rerank:
         # Hybrid again with the cross-encoder over its top `rerankConfig.topK`, when one is on the machine.
         status = engine.components.get("reranker")
         if status is not None and status.ready:
             run, latencies = run_strategy(engine, dataset, ["hybrid"], rerank=True)
-            results["hybrid+rerank"] = {
-                "metrics": evaluate(dataset.qrels, run),
-                "p50ms": round(percentile(latencies, 50), 2),
-                "p95ms": round(percentile(latencies, 95), 2),
-            }
+            results["hybrid+rerank"] = scored(dataset, run, latencies)
         else:
             skipped["hybrid+rerank"] = status.detail if status is not None else "no reranker component"
     engine.close()
@@ -195,13 +187,7 @@ def run_quality(
         if not fast.components["embedder"].ready:
             skipped[f"semantic[{encoder}]"] = fast.components["embedder"].detail
             continue
-        for name in ("semantic", "hybrid"):
-            run, latencies = run_strategy(fast, dataset, [name], None)
-            results[f"{name}[{encoder}]"] = {
-                "metrics": evaluate(dataset.qrels, run),
-                "p50ms": round(percentile(latencies, 50), 2),
-                "p95ms": round(percentile(latencies, 95), 2),
-            }
+        results.update(semantic_and_hybrid(fast, dataset, encoder))
         fast.close()
     builds = {}
     for encoder in build_encoders:
@@ -210,21 +196,11 @@ def run_quality(
         other.start()
         if not other.components["index"].ready:
             raise RuntimeError(other.components["index"].detail)
-        for name in ("semantic", "hybrid"):
-            run, latencies = run_strategy(other, dataset, [name], None)
-            results[f"{name}[built:{encoder}]"] = {
-                "metrics": evaluate(dataset.qrels, run),
-                "p50ms": round(percentile(latencies, 50), 2),
-                "p95ms": round(percentile(latencies, 95), 2),
-            }
+        results.update(semantic_and_hybrid(other, dataset, f"built:{encoder}"))
         other.close()
     if baseline:
         run, latencies = bm25s_baseline(dataset)
-        results["bm25s (reference)"] = {
-            "metrics": evaluate(dataset.qrels, run),
-            "p50ms": round(percentile(latencies, 50), 2),
-            "p95ms": round(percentile(latencies, 95), 2),
-        }
+        results["bm25s (reference)"] = scored(dataset, run, latencies)
     return {
         "benchmark": "quality",
         "dataset": dataset.name,
@@ -239,6 +215,24 @@ def run_quality(
         "skipped": skipped,
         "anchors": ANCHORS.get(dataset.name, {}),
     }
+
+
+def scored(dataset: BeirDataset, run: dict[str, dict[str, float]], latencies: list[float]) -> dict[str, Any]:
+    """One system's row of the report: its metrics against the qrels, and its latency percentiles."""
+    return {
+        "metrics": evaluate(dataset.qrels, run),
+        "p50ms": round(percentile(latencies, 50), 2),
+        "p95ms": round(percentile(latencies, 95), 2),
+    }
+
+
+def semantic_and_hybrid(engine: Any, dataset: BeirDataset, label: str) -> dict[str, dict[str, Any]]:
+    """Rows "semantic[label]" and "hybrid[label]": the two systems an embedding change touches, on `engine`."""
+    rows = {}
+    for name in ("semantic", "hybrid"):
+        run, latencies = run_strategy(engine, dataset, [name], None)
+        rows[f"{name}[{label}]"] = scored(dataset, run, latencies)
+    return rows
 
 
 def to_markdown(report: dict[str, Any]) -> str:
