@@ -149,13 +149,56 @@ def build_encoder_comparison() -> str:
     )
 
 
-def update_readme(readme: Path) -> None:
-    """Replace the block between the markers in the project README with the current summary."""
-    begin, end = "<!-- quality:begin -->", "<!-- quality:end -->"
-    text = readme.read_text("utf-8")
+def _replace_block(text: str, name: str, body: str) -> str:
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in text or not body:
+        return text
     head, _, rest = text.partition(begin)
     _, _, tail = rest.partition(end)
-    readme.write_text(head + begin + "\n" + summary(DEFAULT_MODEL) + end + tail, "utf-8")
+    return head + begin + body + end + tail
+
+
+def image_sentence() -> str:
+    """The container images measured by scripts/image-test.sh, in one sentence."""
+    import json
+
+    parts = []
+    for path in sorted(RESULTS.glob("image*.json")):
+        r = json.loads(path.read_text("utf-8"))
+        parts.append(
+            f"`VARIANT={r.get('variant', 'server')}` {r['sizeBytes'] / 1e9:.2f} GB, built in {r['buildSeconds']} s "
+            f"(dependency layers cached), ready {r['readySeconds']} s after start"
+        )
+    return "; ".join(parts)
+
+
+def torch_free_sentence() -> str:
+    import json
+
+    path = RESULTS / "torch-free.json"
+    if not path.is_file():
+        return ""
+    r = json.loads(path.read_text("utf-8"))
+    lite, full = r["torchFree"], r.get("full")
+    text = (
+        f"the `server-onnx` environment takes {lite['sitePackagesMB'] / 1000:.2f} GB, starts (to `/readyz` 200) "
+        f"in {lite['coldStartSeconds']} s and holds {lite['rssMB']:.0f} MB resident"
+    )
+    if full:
+        text += (
+            f"; this checkout's full `.venv` (torch, dev tools) {full['sitePackagesMB'] / 1000:.2f} GB, "
+            f"{full['coldStartSeconds']} s, {full['rssMB']:.0f} MB on the same index"
+        )
+    return text
+
+
+def update_readme(readme: Path) -> None:
+    """Replace the blocks between the markers in the project README with the current figures."""
+    text = readme.read_text("utf-8")
+    text = _replace_block(text, "quality", "\n" + summary(DEFAULT_MODEL))
+    text = _replace_block(text, "image", image_sentence())
+    text = _replace_block(text, "torchfree", torch_free_sentence())
+    readme.write_text(text, "utf-8")
 
 
 def plot_quality(model: str, target: Path) -> None:
@@ -194,6 +237,9 @@ def main() -> None:
     parts = [HEADER, "## Summary\n\n", summary(), "\n"]
     parts += [f"![quality](results/quality-{DEFAULT_MODEL}.png)\n\n"]
     parts += [f"![latency](results/{p.name})\n\n" for p in sorted(RESULTS.glob("latency-*.png"))]
+    notes = Path(__file__).parent / "notes.md"
+    if notes.is_file():  # the prose that goes with the tables (hand-written, with its history)
+        parts.append("## Notes and history\n\n" + notes.read_text("utf-8").strip() + "\n\n")
     comparison = graph_before_after()
     if comparison:
         parts.append(comparison.strip() + "\n\n")

@@ -51,7 +51,10 @@ class SentenceTransformerEmbedder:
     def __init__(self, spec: ModelSpec, batch_size: int = 32, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ModelUnavailable(torch_missing(spec.name)) from exc
 
         path = spec.resolve()
         self.name = spec.name
@@ -88,6 +91,15 @@ class SentenceTransformerEmbedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self._spec.query_prefix)
+
+
+def torch_missing(name: str) -> str:
+    """What to say when a torch-only step is asked for in an installation without torch."""
+    return (
+        f"running {name} on torch needs torch and sentence-transformers, which this installation lacks: "
+        f"pip install 'hybridrag[index]' (torch), or use the model's ONNX export (`hybridrag models install "
+        f"{name}` in an environment with torch, then HYBRIDRAG_MODELS_DIR pointing at it)"
+    )
 
 
 def _minilm_path() -> Path:
@@ -158,7 +170,9 @@ def load_embedder(name: str, encoder: str = "torch", threads: int = 0, **kwargs:
             if encoder == "onnx":
                 raise
     if threads:
-        import torch
-
+        try:
+            import torch
+        except ImportError as exc:
+            raise ModelUnavailable(torch_missing(spec.name)) from exc
         torch.set_num_threads(threads)  # process-wide: the service runs one model per process
     return SentenceTransformerEmbedder(spec, **kwargs)

@@ -7,9 +7,10 @@ numbers must be finite (JSON has no NaN/Infinity, and a NaN weight must never re
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, WrapValidator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, WrapValidator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -41,6 +42,18 @@ class ContractModel(BaseModel):
 
 
 T = TypeVar("T")
+
+
+def _integral_number(value: Any) -> Any:
+    """JSON, like JavaScript, has one number type: a caller in JavaScript cannot tell 10.0 from 10, and Zod's
+    `int()` accepts both. An integral float is that integer; 10.5, strings and booleans stay errors."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: An integer field of the contract: integral floats (10.0) are accepted as integers, as Zod accepts them.
+WireInt = Annotated[int, BeforeValidator(_integral_number)]
 
 
 def _enum_error(code: str) -> WrapValidator:

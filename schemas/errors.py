@@ -97,6 +97,11 @@ _MESSAGES: dict[str, Template] = {
         "Request body too large (limit {limit} bytes)",
     ),
     "invalid_utf8": ("UTF-8として解析できません", "Body is not valid UTF-8"),
+    "unsupported_content_encoding": (
+        "Content-Encoding {encoding} には対応していません（gzip または無圧縮）",
+        "Content-Encoding {encoding} is not supported (use gzip or none)",
+    ),
+    "invalid_gzip": ("gzip として展開できません", "Body is not valid gzip"),
     "date_type": (
         "日付は ISO 8601 形式の文字列である必要があります",
         "A date must be an ISO 8601 string",

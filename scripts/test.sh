@@ -12,6 +12,11 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
   && { ! command -v chromium >/dev/null 2>&1 || [ ! -d /usr/share/fonts/opentype/ipafont-gothic ]; }; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-ipafont-gothic >/dev/null
 fi
+# The container image test builds the Dockerfile with buildah (no Docker daemon) on a base made by mmdebstrap.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+  && { ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1; }; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah mmdebstrap podman >/dev/null
+fi
 # The Zod contract check runs the seed's schemas with zod 3 under node (skipped, with the reason, without node).
 if command -v npm >/dev/null 2>&1; then
   npm ci --prefix tests/zod --no-audit --no-fund --silent

@@ -17,6 +17,25 @@ from typing import Any
 import pytest
 
 SAMPLE = Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus"
+#: The project's seeds and evaluation data, beside the checkout (CI has them; a bare clone does not). Every
+#: test that reads them goes through `shared_path` and `needs_shared`, so a fresh clone skips those tests
+#: with a reason instead of failing (tests/test_layout.py checks that no test builds the path itself).
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared (it may not exist: guard its tests with `needs_shared`)."""
+    return SHARED.joinpath(*parts)
+
+
+def needs_shared(*parts: str) -> pytest.MarkDecorator:
+    """Skip a test, with a reason that says what to provide, when ../shared/<parts> is not there."""
+    path = shared_path(*parts)
+    return pytest.mark.skipif(
+        not path.exists(),
+        reason=f"needs {path} (the project's seeds and evaluation data, checked out beside the repository "
+        "as ../shared; CI has them)",
+    )
 
 
 @pytest.fixture(scope="session")

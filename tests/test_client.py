@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 import pytest
 from conftest import free_port
-from pydantic import ValidationError
 
 from hybridrag.client import (
     AsyncHybridRagClient,
@@ -39,8 +38,9 @@ def test_sync_client_search_and_documents(live_url: str) -> None:
 
 def test_client_validates_before_sending_and_maps_4xx(live_url: str) -> None:
     with HybridRagClient(live_url) as rag:
-        with pytest.raises(ValidationError):
+        with pytest.raises(HybridRagValidationError) as early:
             rag.search("x", limit=0)
+        assert early.value.source == "client" and early.value.errors[0]["path"] == "options.limit"
         with pytest.raises(HybridRagValidationError) as info:
             rag.search("x", embedding=[0.1, 0.2], language="en")
         err = info.value
@@ -59,7 +59,7 @@ def test_batch_and_chunk_through_both_clients(live_url: str) -> None:
         assert batch.merged and len({m.key for m in batch.merged}) == len(batch.merged)
         chunk = rag.chunk(batch.merged[0].item.id)
         assert chunk["text"] == batch.merged[0].item.content.text
-        with pytest.raises(ValidationError):
+        with pytest.raises(HybridRagValidationError):
             rag.search_batch([])  # validated before sending
 
     async def run() -> Any:

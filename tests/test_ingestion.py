@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import needs_shared, shared_path
 from typer.testing import CliRunner
 
 from hybridrag.cli.bench import app
@@ -18,8 +19,8 @@ from hybridrag.indexing.sources import SourceReport, iter_documents
 from hybridrag.indexing.store import current_version
 from hybridrag.indexing.tables import CHUNKS, chunk_from_row, read_table
 
-PDFS = Path(__file__).resolve().parents[2] / "shared" / "data" / "pdf"
-needs_pdfs = pytest.mark.skipif(not PDFS.is_dir(), reason=f"sample PDFs not found at {PDFS}")
+PDFS = shared_path("data", "pdf")
+needs_pdfs = needs_shared("data", "pdf")
 
 
 def _japanese_pdf(path: Path, pages: list[str], title: str) -> None:
@@ -163,7 +164,7 @@ def test_old_chunk_rows_without_pages_still_load() -> None:
 @pytest.fixture(scope="module")
 def pdf_index(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> tuple[Path, list[str]]:
     if not PDFS.is_dir():
-        pytest.skip(f"sample PDFs not found at {PDFS}")
+        pytest.skip(f"needs {PDFS} (the project's evaluation data beside the repository as ../shared)")
     folder = tmp_path_factory.mktemp("pdf-src")
     for pdf in PDFS.glob("*.pdf"):
         shutil.copy(pdf, folder / pdf.name)

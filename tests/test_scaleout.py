@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import needs_shared, shared_path
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+SCIFACT = shared_path("data", "scifact")
 
 
 def _namespace_problem() -> str | None:
@@ -35,9 +36,7 @@ def _namespace_problem() -> str | None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.skipif(
-    not (SCIFACT / "corpus.jsonl").is_file(), reason="../shared/data/scifact is not beside the repo"
-)
+@needs_shared("data", "scifact", "corpus.jsonl")
 def test_ray_build_to_a_bucket_matches_local_and_replicas_switch_under_load(tmp_path: Path) -> None:
     problem = _namespace_problem()
     if problem:
@@ -94,9 +93,7 @@ def test_ray_build_to_a_bucket_matches_local_and_replicas_switch_under_load(tmp_
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-@pytest.mark.skipif(
-    not (SCIFACT / "corpus.jsonl").is_file(), reason="../shared/data/scifact is not beside the repo"
-)
+@needs_shared("data", "scifact", "corpus.jsonl")
 def test_ray_and_local_builds_of_all_of_scifact_answer_every_dev_query_alike(tmp_path: Path) -> None:
     """The whole corpus (5,183 documents) and every train query (809): chunking, entities, title links and
     communities are corpus-wide, so a subset cannot show them equal. Without a model (embedding all of it

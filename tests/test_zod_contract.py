@@ -17,10 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import shared_path
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOD_DIR = ROOT / "tests" / "zod"
-SEED = ROOT.parent / "shared" / "seeds" / "search-zod-schemas.md"
+SEED = shared_path("seeds", "search-zod-schemas.md")
 
 #: Where the service and Zod disagree on purpose (README, "Contract: deliberate differences from Zod").
 DIFFERENCES = {
@@ -88,6 +89,9 @@ def _request_cases(dim: int) -> list[tuple[str, dict[str, Any], str | None]]:
         ("limit 100", _full(options__limit=100)),
         ("limit 101", _full(options__limit=101)),
         ("limit 5.5", _full(options__limit=5.5)),
+        # JSON has one number type: 10.0 is an integer to Zod (and a JavaScript caller cannot send 10 otherwise).
+        ("limit 10.0", _full(options__limit=10.0)),
+        ("offset 2.0", _full(options__offset=2.0)),
         ("limit as string", _full(options__limit="5")),
         ("offset -1", _full(options__offset=-1)),
         ("offset 10", _full(options__offset=10)),
@@ -153,7 +157,10 @@ def _run_zod(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def zod() -> None:
     if shutil.which("node") is None:
         pytest.skip("node is not installed: the Zod contract check needs node (scripts/test.sh installs zod)")
-    assert SEED.is_file(), f"the seed is missing: {SEED}"
+    if not SEED.is_file():
+        pytest.skip(
+            f"needs the seed {SEED} (the project's seeds beside the repository as ../shared; CI has it)"
+        )
     assert (ZOD_DIR / "node_modules" / "zod").is_dir(), (
         "run: npm install --prefix tests/zod (scripts/test.sh does)"
     )

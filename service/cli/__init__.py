@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-#: Modules the command line needs beyond the client: the `server` extra brings them all.
-REQUIRED = ("typer", "numpy", "tantivy", "lancedb", "sentence_transformers")
+#: Modules the command line needs beyond the client: the `server` extra brings them all, and so does the
+#: torch-free `server-onnx` (torch-only steps, such as `models install`, say so when they are asked for).
+REQUIRED = ("typer", "numpy", "tantivy", "lancedb", "onnxruntime")
 
 
 def missing_modules() -> list[str]:
@@ -22,8 +23,8 @@ def main() -> None:
     if missing:
         sys.stderr.write(
             f"hybridrag: the command line needs {', '.join(missing)}, which this installation lacks.\n"
-            "Install the server extra: pip install 'hybridrag[server]' (the client extra holds the Python "
-            "client only).\n"
+            "Install the server extra: pip install 'hybridrag[server]', or 'hybridrag[server-onnx]' without "
+            "torch (the client extra holds the Python client only).\n"
         )
         raise SystemExit(2)
     from hybridrag.cli.bench import app  # registers the bench commands on the shared app

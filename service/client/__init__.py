@@ -8,6 +8,10 @@
 Timeouts default to 15 s (the deep-research provider's budget). Connection errors and 5xx answers are retried
 with exponential backoff; 4xx answers are not (they would fail again). Errors carry the status code, the
 request id and the problem document's field errors.
+
+Every invalid request raises `HybridRagValidationError`, whether the client found the problem before
+sending (requests are validated with the contract's own schemas) or the service did: the same `errors` list
+of {path, message, code}, in the language the client asked for (Japanese by default, as the service).
 """
 
 from __future__ import annotations
@@ -16,13 +20,17 @@ import asyncio
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
 from hybridrag.schemas.batch import BatchMerge, BatchSearchRequest, BatchSearchResult
+from hybridrag.schemas.errors import Language, pick_language, translate_errors
 from hybridrag.schemas.search import SearchRequest, SearchResult
+
+M = TypeVar("M", bound=BaseModel)
 
 Query = str | SearchRequest | Mapping[str, Any]
 
@@ -51,7 +59,35 @@ class HybridRagError(Exception):
 
 
 class HybridRagValidationError(HybridRagError):
-    """The service rejected the request (4xx); `errors` names the fields."""
+    """An invalid request (4xx): `errors` names the fields. `source` says who found the problem: "client"
+    (before sending; `status_code` is then the 422 the service would have answered) or "service"."""
+
+    @property
+    def source(self) -> str:
+        return str(self.problem.get("source", "service"))
+
+
+_TITLES = {"ja": "入力値が正しくありません", "en": "Validation error"}
+
+
+def validated(model: type[M], data: Any, language: str | None, prefix: tuple[str | int, ...] = ()) -> M:
+    """`model.model_validate(data)`, raising the service's own error for an invalid request: a
+    `HybridRagValidationError` whose problem document has the shape and messages a 422 from the service has."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        lang: Language = pick_language(language)
+        errors = [e.model_dump() for e in translate_errors(exc, lang, prefix)]
+        problem = {
+            "type": "/problems/validation-error",
+            "title": _TITLES[lang],
+            "status": 422,
+            "errors": errors,
+            "errorCount": exc.error_count(),
+            "source": "client",
+        }
+        message = "422 " + _TITLES[lang] + ": " + "; ".join(f"{e['path']}: {e['message']}" for e in errors)
+        raise HybridRagValidationError(message, 422, None, problem) from None
 
 
 class HybridRagUnavailable(HybridRagError):
@@ -62,15 +98,27 @@ class _Core:
     """What both clients share: configuration, request building, response parsing, the retry rule."""
 
     def __init__(
-        self, base_url: str | None, api_key: str | None, timeout: float, retries: int, backoff: float
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float,
+        retries: int,
+        backoff: float,
+        language: str | None = None,
     ) -> None:
         self.base_url = (base_url or os.environ.get("HYBRIDRAG_URL") or DEFAULT_URL).rstrip("/")
+        self.language = language
         self.api_key = api_key if api_key is not None else os.environ.get("HYBRIDRAG_API_KEY")
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
 
+    def lang(self, language: str | None) -> str | None:
+        """The language of one call: its own, else the client's."""
+        return language or self.language
+
     def headers(self, language: str | None) -> dict[str, str]:
+        language = self.lang(language)
         headers = {"Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -79,36 +127,36 @@ class _Core:
         return headers
 
     @staticmethod
-    def body(text: str | SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:
+    def request_dict(text: str | SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The wire form of one search, not yet validated: the contract's top-level fields beside `text`,
+        every other option under `options`."""
         if isinstance(text, SearchRequest):
             return text.to_wire(exclude_unset=True)
-        request = {
-            "text": text,
-            **{
-                k: v
-                for k, v in options.items()
-                if k in ("type", "embedding", "filters", "rrfConfig", "rerankConfig")
-            },
-        }
+        top = ("type", "embedding", "filters", "rrfConfig", "rerankConfig")
+        request: dict[str, Any] = {"text": text, **{k: v for k, v in options.items() if k in top}}
         opts = {k: v for k, v in options.items() if k not in request}
         if opts:
             request["options"] = opts
-        # Validate here so a mistake is reported before any network round trip, with the same messages.
-        return SearchRequest.model_validate(request).to_wire(exclude_unset=True)
+        return request
+
+    def body(
+        self, text: str | SearchRequest, options: Mapping[str, Any], language: str | None = None
+    ) -> dict[str, Any]:
+        # Validated here so a mistake is reported before any network round trip, as the service would.
+        request = self.request_dict(text, options)
+        return validated(SearchRequest, request, self.lang(language)).to_wire(exclude_unset=True)
 
     def batch_body(
         self,
         queries: Sequence[Query],
         merge: BatchMerge | Mapping[str, Any] | bool | None,
         options: Mapping[str, Any],
+        language: str | None = None,
     ) -> dict[str, Any]:
-        """Each query is a string (with the shared `options`), a SearchRequest or a wire-format dict."""
-        wire = [
-            SearchRequest.model_validate(q).to_wire(exclude_unset=True)
-            if isinstance(q, Mapping)
-            else self.body(q, options)
-            for q in queries
-        ]
+        """Each query is a string (with the shared `options`), a SearchRequest or a wire-format dict. The
+        whole batch is validated at once, so every bad sub-query is reported (`queries[i]....`) as the
+        service reports them."""
+        wire = [dict(q) if isinstance(q, Mapping) else self.request_dict(q, options) for q in queries]
         body: dict[str, Any] = {"queries": wire}
         if merge is True:
             body["merge"] = {}
@@ -116,7 +164,7 @@ class _Core:
             body["merge"] = merge.to_wire(exclude_unset=True)
         elif isinstance(merge, Mapping):
             body["merge"] = dict(merge)
-        return BatchSearchRequest.model_validate(body).to_wire(exclude_unset=True)
+        return validated(BatchSearchRequest, body, self.lang(language)).to_wire(exclude_unset=True)
 
     def accept(self, response: httpx.Response | None) -> bool:
         """True when `response` is final (raising for a 4xx); False when the call should be retried."""
@@ -166,8 +214,10 @@ class HybridRagClient:
         retries: int = 2,
         backoff: float = 0.25,
         transport: httpx.BaseTransport | None = None,
+        language: str | None = None,
     ) -> None:
-        self._core = _Core(base_url, api_key, timeout, retries, backoff)
+        """`language` ("ja" or "en"): the language of error messages, the client's and the service's."""
+        self._core = _Core(base_url, api_key, timeout, retries, backoff, language)
         self._http = httpx.Client(base_url=self._core.base_url, timeout=timeout, transport=transport)
 
     def __enter__(self) -> HybridRagClient:
@@ -195,7 +245,7 @@ class HybridRagClient:
 
     def search(self, text: str | SearchRequest, language: str | None = None, **options: Any) -> SearchResult:
         """Search; options are the contract's (limit=5, strategies=[...], filters={...}, type=...)."""
-        body = self._core.body(text, options)
+        body = self._core.body(text, options, language)
         return SearchResult.model_validate_json(self._call("POST", "/v1/search", language, json=body).content)
 
     def search_batch(
@@ -206,7 +256,7 @@ class HybridRagClient:
         **options: Any,
     ) -> BatchSearchResult:
         """Several searches in one call (run concurrently by the service); `merge=True` adds an MMR list."""
-        body = self._core.batch_body(queries, merge, options)
+        body = self._core.batch_body(queries, merge, options, language)
         response = self._call("POST", "/v1/search/batch", language, json=body)
         return BatchSearchResult.model_validate_json(response.content)
 
@@ -236,8 +286,9 @@ class AsyncHybridRagClient:
         retries: int = 2,
         backoff: float = 0.25,
         transport: httpx.AsyncBaseTransport | None = None,
+        language: str | None = None,
     ) -> None:
-        self._core = _Core(base_url, api_key, timeout, retries, backoff)
+        self._core = _Core(base_url, api_key, timeout, retries, backoff, language)
         self._http = httpx.AsyncClient(base_url=self._core.base_url, timeout=timeout, transport=transport)
 
     async def __aenter__(self) -> AsyncHybridRagClient:
@@ -270,7 +321,7 @@ class AsyncHybridRagClient:
     async def search(
         self, text: str | SearchRequest, language: str | None = None, **options: Any
     ) -> SearchResult:
-        body = self._core.body(text, options)
+        body = self._core.body(text, options, language)
         response = await self._call("POST", "/v1/search", language, json=body)
         return SearchResult.model_validate_json(response.content)
 
@@ -281,7 +332,7 @@ class AsyncHybridRagClient:
         language: str | None = None,
         **options: Any,
     ) -> BatchSearchResult:
-        body = self._core.batch_body(queries, merge, options)
+        body = self._core.batch_body(queries, merge, options, language)
         response = await self._call("POST", "/v1/search/batch", language, json=body)
         return BatchSearchResult.model_validate_json(response.content)
 

@@ -46,6 +46,23 @@ _TYPES = {
 }
 
 
+#: Longest piece of the request (a path, an id) echoed in an error body: the body stays bounded whatever
+#: the request was (a 100,000-character id is not sent back twice).
+MAX_ECHO_CHARS = 80
+
+
+def echo(value: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """`value` quoted for an error message, cut to `limit` characters (saying how long it was)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
+def bounded_path(path: str, limit: int = 200) -> str:
+    """The request path as `instance`, cut to `limit` characters."""
+    return path if len(path) <= limit else path[:limit] + "…"
+
+
 class Problem(BaseModel):
     """The error body of every endpoint."""
 
@@ -96,7 +113,7 @@ def problem_response(
         title=ja if lang == "ja" else en,
         status=status,
         detail=detail,
-        instance=request.url.path,
+        instance=bounded_path(request.url.path),
         requestId=getattr(request.state, "request_id", None),
         errors=errors or [],
         errorCount=error_count if error_count is not None else (len(errors) if errors else None),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import zlib
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from hybridrag.http.deps import EngineDep, IndexDep, LanguageDep, rate_limit, require_api_key
 from hybridrag.http.metrics import CONTENT_TYPE
-from hybridrag.http.problems import Problem, ProblemError, field_error
+from hybridrag.http.problems import Problem, ProblemError, echo, field_error
 from hybridrag.pipeline.batch import merge_results
 from hybridrag.pipeline.engine import InvalidSearch, NotReady
 from hybridrag.schemas.base import SCHEMA_VERSION
@@ -97,12 +98,42 @@ async def read_json_body(request: Request, limit: int) -> bytes:
         if size > limit:
             raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
         chunks.append(chunk)
-    body = b"".join(chunks)
+    body = decode_content(request, b"".join(chunks), limit)
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:
         raise ProblemError(400, errors=[field_error(request, "body", "invalid_utf8")]) from None
     return body
+
+
+def decode_content(request: Request, body: bytes, limit: int) -> bytes:
+    """The body after its `Content-Encoding`: none, or gzip (HTTP clients compress large batch bodies).
+
+    Decompression stops past `limit` bytes, so a small bomb is a 413 like any oversized body; another encoding
+    is a 415 naming it; a damaged gzip stream is a 400.
+    """
+    encodings = [
+        e.strip().lower() for e in request.headers.get("content-encoding", "").split(",") if e.strip()
+    ]
+    encodings = [e for e in encodings if e != "identity"]
+    if not encodings:
+        return body
+    if encodings not in (["gzip"], ["x-gzip"]):
+        shown = ", ".join(encodings)[:40]
+        raise ProblemError(
+            415, errors=[field_error(request, "body", "unsupported_content_encoding", {"encoding": shown})]
+        )
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(body, limit + 1)
+        complete = inflater.eof and not inflater.unconsumed_tail and not inflater.unused_data
+    except zlib.error:
+        raise ProblemError(400, errors=[field_error(request, "body", "invalid_gzip")]) from None
+    if len(out) > limit:
+        raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
+    if not complete:
+        raise ProblemError(400, errors=[field_error(request, "body", "invalid_gzip")])
+    return out
 
 
 def parse_body(body: bytes, lang: LanguageDep, model: type[M]) -> M:
@@ -202,7 +233,7 @@ async def search_batch(request: Request, engine: EngineDep, index: IndexDep, lan
 async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> dict[str, Any]:
     doc = index.documents.get(doc_id)
     if doc is None:
-        raise ProblemError(404, f"no document with id {doc_id!r}")
+        raise ProblemError(404, f"no document with id {echo(doc_id)}")
     chunk_ids = index.chunks_by_doc.get(doc_id, [])
     return {
         "id": doc.doc_id,
@@ -230,7 +261,7 @@ async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> dict[
 async def get_chunk(chunk_id: str, engine: EngineDep, index: IndexDep) -> dict[str, Any]:
     chunk = index.chunks.get(chunk_id)
     if chunk is None:
-        raise ProblemError(404, f"no chunk with id {chunk_id!r}")
+        raise ProblemError(404, f"no chunk with id {echo(chunk_id)}")
     doc = index.documents[chunk.doc_id]
     siblings = index.chunks_by_doc.get(chunk.doc_id, [])
     at = next(i for i, c in enumerate(siblings) if c.chunk_id == chunk_id)

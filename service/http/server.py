@@ -5,12 +5,18 @@ headers never finish arriving, so a client that stalls mid-headers holds a conne
 descriptor) as long as it likes. `HeaderTimeoutH11Protocol` closes a connection whose request headers are
 not complete `header_timeout_s` seconds after the first byte of the request (or after the connection
 opened). The whole request is bounded by that, however slowly the bytes trickle in.
+
+A request so malformed that it never reaches the app (a raw non-ASCII byte or a tab in the path, a bare CR
+or NUL in a header) is answered by the protocol itself; it gets the service's own problem+json shape and an
+`X-Request-ID` like every other answer, instead of uvicorn's plain-text 400.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
+import uuid
 from typing import Any
 
 import h11
@@ -42,6 +48,37 @@ class HeaderTimeoutH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """The answer to a request h11 could not parse: problem+json with a request id, then close."""
+        request_id = uuid.uuid4().hex
+        body = json.dumps(
+            {
+                "type": "/problems/bad-request",
+                "title": "リクエストが不正です",
+                "status": 400,
+                "detail": "invalid HTTP request: the request line or a header is malformed",
+                "requestId": request_id,
+                "errors": [],
+            },
+            ensure_ascii=False,
+        ).encode("utf-8")
+        headers = [
+            (b"content-type", b"application/problem+json"),
+            (b"content-length", str(len(body)).encode("ascii")),
+            (b"x-request-id", request_id.encode("ascii")),
+            (b"connection", b"close"),
+        ]
+        try:
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event))
+        except h11.LocalProtocolError:
+            pass  # h11 cannot answer on this connection any more: just close it
+        self.transport.close()
 
     def _arm_header_timer(self) -> None:
         self._header_timer = self.loop.call_later(self.header_timeout_s, self._on_header_timeout)

@@ -31,6 +31,10 @@ class RerankerUnavailable(RuntimeError):
     pass
 
 
+class TorchMissing(RerankerUnavailable):
+    """The cross-encoder's runtime (torch, sentence-transformers) is not installed."""
+
+
 def resolve_model(name: str) -> Path:
     """A local folder, or the local Hugging Face cache's snapshot of `name`; never a download."""
     path = Path(name).expanduser()
@@ -52,8 +56,13 @@ class CrossEncoderReranker:
     """A sentence-transformers CrossEncoder; scores go through a sigmoid so they read as probabilities."""
 
     def __init__(self, name: str) -> None:
-        from sentence_transformers import CrossEncoder
-
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError as exc:  # a torch-free install (the `server-onnx` extra) serves without rerank
+            raise TorchMissing(
+                "rerank needs torch and sentence-transformers, which this installation lacks: "
+                "pip install 'hybridrag[server]' (or the torch-free extra serves without rerank)"
+            ) from exc
         self.name = name
         self._model = CrossEncoder(str(resolve_model(name)), device="cpu", local_files_only=True)
         self._lock = threading.Lock()
@@ -92,6 +101,9 @@ class RerankerPool:
                 raise RerankerUnavailable(self._failures[name])
             try:
                 model = CrossEncoderReranker(source or name)
+            except TorchMissing as exc:
+                self._failures[name] = str(exc)
+                raise
             except RerankerUnavailable:
                 self._failures[name] = (
                     f"cross-encoder {name!r} is not on this machine (no such local folder, not in the local "

@@ -14,5 +14,9 @@ def require(module: str, extra: str) -> None:
     """Raise a clear ImportError naming the extra to install when an optional framework is missing."""
     import importlib.util
 
-    if importlib.util.find_spec(module) is None:
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing ("llama_index.core")
+        found = False
+    if not found:
         raise ImportError(f"{module} is not installed: pip install 'hybridrag[{extra}]'")

@@ -1,0 +1,184 @@
+"""Serving without torch: the `server-onnx` extra builds and serves an index with the ONNX export of the
+embedding model, in a virtual environment that has neither torch nor sentence-transformers.
+
+The models come from `hybridrag models install` run beforehand where torch is installed (scripts/setup.sh
+does it for this checkout); the torch-free environment only points HYBRIDRAG_MODELS_DIR at them. Also
+measures what leaving torch out saves (install size, cold start, resident memory): with
+HYBRIDRAG_WRITE_RESULTS=1 the figures go to benchmarks/results/torch-free.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import SAMPLE, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = Path(os.environ.get("HYBRIDRAG_MODELS_DIR", Path.home() / ".cache" / "hybridrag" / "models"))
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (MODELS / "onnx" / "e5-multilingual" / "model.onnx").is_file(),
+        reason=f"no ONNX export of e5-multilingual under {MODELS}: run `hybridrag models install e5-multilingual`",
+    ),
+]
+
+
+def _site_packages_mb(venv: Path) -> float:
+    total = sum(p.stat().st_size for p in (venv / "lib").rglob("*") if p.is_file() and not p.is_symlink())
+    return round(total / 1e6, 1)
+
+
+@pytest.fixture(scope="module")
+def torch_free(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment with `pip install '.[server-onnx]'` (the project as a wheel) and nothing else."""
+    venv = tmp_path_factory.mktemp("torch-free") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{ROOT}[server-onnx]"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return venv
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HYBRIDRAG_")}
+    return {**env, "HYBRIDRAG_MODELS_DIR": str(MODELS), "HF_HUB_OFFLINE": "1", **extra}
+
+
+@pytest.fixture(scope="module")
+def onnx_index(torch_free: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("onnx-index") / "index"
+    done = subprocess.run(
+        [str(torch_free / "bin" / "hybridrag"), "index", "build", str(SAMPLE), "--out", str(out), "--encoder", "onnx", "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def _serve(venv: Path, index: Path) -> tuple[subprocess.Popen[bytes], str, float]:
+    port = free_port()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(venv / "bin" / "hybridrag"), "serve", "--index-dir", str(index), "--port", str(port)],
+        env=_env(HYBRIDRAG_RELOAD_INTERVAL_S="0"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return proc, url, time.perf_counter() - started
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, "the service exited"
+        time.sleep(0.2)
+    raise AssertionError("the service never became ready")
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+@pytest.fixture()
+def stop() -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for proc in procs:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_the_environment_has_no_torch(torch_free: Path) -> None:
+    for module in ("torch", "sentence_transformers", "transformers"):
+        done = subprocess.run(
+            [str(torch_free / "bin" / "python"), "-c", f"import {module}"], capture_output=True
+        )
+        assert done.returncode != 0, f"{module} is installed in the torch-free environment"
+
+
+def test_serves_and_searches_an_onnx_built_index(
+    torch_free: Path, onnx_index: Path, stop: list[subprocess.Popen[bytes]]
+) -> None:
+    manifest = json.loads((onnx_index / "current" / "manifest.json").read_text("utf-8"))
+    assert manifest["embedding"]["encoder"].startswith("onnx")
+    proc, url, cold = _serve(torch_free, onnx_index)
+    stop.append(proc)
+    ready = httpx.get(f"{url}/readyz").json()
+    assert "onnx" in ready["components"]["embedder"]["detail"]
+    # No torch, so no cross-encoder: an optional component that says what to install.
+    reranker = ready["components"]["reranker"]
+    assert not reranker["ready"] and not reranker["required"] and "hybridrag[server]" in reranker["detail"]
+    answer = httpx.post(
+        f"{url}/v1/search", json={"text": "Who founded Sony?", "options": {"limit": 3}}
+    ).json()
+    assert "Sony" in answer["results"][0]["metadata"]["title"]
+    assert answer["results"][0]["relevance"]["semantic"] > 0
+    ja = httpx.post(f"{url}/v1/search", json={"text": "トヨタ自動車を設立したのは誰ですか"}).json()
+    assert any("トヨタ" in (r["metadata"].get("title") or "") for r in ja["results"][:3])
+    rerank = httpx.post(
+        f"{url}/v1/search", json={"text": "Sony", "options": {"rerankEnabled": True, "limit": 2}}
+    ).json()
+    assert any(n["stage"] == "rerank" and n["status"] == "skipped" for n in rerank["notes"])
+    for _ in range(20):
+        httpx.post(f"{url}/v1/search", json={"text": "Who founded Sony?"})
+    figures: dict[str, Any] = {
+        "torchFree": {
+            "sitePackagesMB": _site_packages_mb(torch_free),
+            "coldStartSeconds": round(cold, 2),
+            "rssMB": _rss_mb(proc.pid),
+        }
+    }
+    full = ROOT / ".venv"
+    if (full / "bin" / "hybridrag").is_file() and os.environ.get("HYBRIDRAG_WRITE_RESULTS"):
+        full_proc, full_url, full_cold = _serve(full, onnx_index)
+        stop.append(full_proc)
+        for _ in range(20):
+            httpx.post(f"{full_url}/v1/search", json={"text": "Who founded Sony?"})
+        figures["full"] = {
+            "sitePackagesMB": _site_packages_mb(full),
+            "coldStartSeconds": round(full_cold, 2),
+            "rssMB": _rss_mb(full_proc.pid),
+        }
+        target = ROOT / "benchmarks" / "results" / "torch-free.json"
+        target.write_text(json.dumps({"benchmark": "torch-free", **figures}, indent=2) + "\n", "utf-8")
+    print(json.dumps(figures))
+
+
+def test_torch_only_steps_say_what_to_install(torch_free: Path, tmp_path: Path) -> None:
+    hybridrag = str(torch_free / "bin" / "hybridrag")
+    done = subprocess.run(
+        [hybridrag, "models", "install", "e5-multilingual"], capture_output=True, text=True, env=_env()
+    )
+    assert done.returncode == 2 and "hybridrag[index]" in done.stderr
+    done = subprocess.run(
+        [hybridrag, "index", "build", str(SAMPLE), "--out", str(tmp_path / "i"), "--encoder", "torch"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+    )
+    assert done.returncode == 2 and "hybridrag[index]" in done.stderr
+    assert not (tmp_path / "i" / "current").exists()
