@@ -64,6 +64,26 @@ def summary(model: str | None = None) -> str:
     return markdown_table(["dataset", "model", "system", "nDCG@10", "R@5", "R@100", "p50 ms"], rows)
 
 
+README_SYSTEMS = ("keyword", "semantic", "graph", "keyword+semantic", "hybrid", "bm25s (reference)")
+
+
+def compact_summary(model: str = DEFAULT_MODEL) -> str:
+    """One row per dataset: each system's nDCG@10 / Recall@5 (the README's table)."""
+    import json
+
+    from hybridrag.benchmarks.common import markdown_table
+
+    rows = []
+    for path in sorted(RESULTS.glob(f"quality-*-{model}.json")):
+        report = json.loads(path.read_text("utf-8"))
+        cells = []
+        for system in README_SYSTEMS:
+            m = report["results"].get(system, {}).get("metrics")
+            cells.append(f"{m['ndcg@10']:.3f} / {m['recall@5']:.3f}" if m else "—")
+        rows.append([f"{report['dataset']} ({report['split']}, {report['queries']} q)", *cells])
+    return markdown_table(["dataset (nDCG@10 / R@5)", *README_SYSTEMS], rows)
+
+
 GRAPH_SYSTEMS = ("keyword", "semantic", "graph", "keyword+semantic", "hybrid")
 
 
@@ -195,7 +215,7 @@ def torch_free_sentence() -> str:
 def update_readme(readme: Path) -> None:
     """Replace the blocks between the markers in the project README with the current figures."""
     text = readme.read_text("utf-8")
-    text = _replace_block(text, "quality", "\n" + summary(DEFAULT_MODEL))
+    text = _replace_block(text, "quality", "\n" + compact_summary(DEFAULT_MODEL))
     text = _replace_block(text, "image", image_sentence())
     text = _replace_block(text, "torchfree", torch_free_sentence())
     readme.write_text(text, "utf-8")

@@ -18,11 +18,12 @@ PACKAGE = ROOT / "hybridrag"
 ALLOWED: dict[str, set[str]] = {
     "schemas": set(),
     "client": {"schemas"},
+    "mcp": {"client", "schemas"},
     "indexing": set(),
     "pipeline": {"indexing", "schemas"},
     "http": {"pipeline", "indexing", "schemas"},
     "benchmarks": {"pipeline", "indexing", "schemas"},
-    "cli": {"http", "pipeline", "indexing", "schemas", "benchmarks", "client"},
+    "cli": {"http", "pipeline", "indexing", "schemas", "benchmarks", "client", "mcp"},
 }
 OLD_TOP_LEVEL = {"service", "indexing", "schemas", "benchmarks", "examples"}
 

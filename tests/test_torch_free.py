@@ -63,7 +63,17 @@ def _env(**extra: str) -> dict[str, str]:
 def onnx_index(torch_free: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("onnx-index") / "index"
     done = subprocess.run(
-        [str(torch_free / "bin" / "hybridrag"), "index", "build", str(SAMPLE), "--out", str(out), "--encoder", "onnx", "--json"],
+        [
+            str(torch_free / "bin" / "hybridrag"),
+            "index",
+            "build",
+            str(SAMPLE),
+            "--out",
+            str(out),
+            "--encoder",
+            "onnx",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         env=_env(),

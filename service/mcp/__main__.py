@@ -1,0 +1,3 @@
+from hybridrag.mcp.server import main
+
+main()
