@@ -257,6 +257,7 @@ class IndexBuilder:
         self._embedder = embedder
         self._progress = progress or _no_progress
         self._passages = passages
+        self._tasks: list[str] = []
 
     def _get_embedder(self) -> Embedder | None:
         if self.config.embedding_model is None:
@@ -327,6 +328,26 @@ class IndexBuilder:
             if missing:
                 raise KeyError(f"no such document id(s): {', '.join(missing[:10])}")
             return self._write(base, [], set(doc_ids), SourceReport(), _Stages())
+
+    def apply(
+        self, new_docs: Sequence[Document], delete_ids: Sequence[str], tasks: Sequence[str] = ()
+    ) -> BuildSummary:
+        """One new version with `new_docs` added (replacing documents of the same id) and `delete_ids`
+        removed: the documents API's batch of writes, published at once. The manifest lists `tasks` (the
+        ids of the writes it holds), so after a crash a write can be told applied or not by the versions."""
+        with store.writer_lock(self.index_dir):
+            store.cleanup(self.index_dir)
+            base = store.current_version(self.index_dir)
+            self.config = BuildConfig.from_manifest(base.manifest)
+            known = set(read_table(base.path / DOCUMENTS).column("doc_id").to_pylist())
+            remove = {d for d in delete_ids if d in known} | {d.doc_id for d in new_docs}
+            if not new_docs and not remove & known:
+                raise NothingToIndex(SourceReport())
+            self._tasks = list(tasks)
+            try:
+                return self._write(base, list(new_docs), remove, SourceReport(), _Stages())
+            finally:
+                self._tasks = []
 
     def regraph(self, synonyms: bool | None = None) -> BuildSummary:
         """A new version whose graph is rebuilt from the stored entity mentions (and, with `synonyms`, name
@@ -513,7 +534,7 @@ class IndexBuilder:
             write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA)
             write_table(staging / CHUNKS, [chunk_row(c) for c in chunks], CHUNK_SCHEMA)
 
-        manifest = {
+        manifest: dict[str, Any] = {
             "version": version,
             "createdAt": datetime.now(UTC).isoformat(),
             "parent": base.version if base else None,
@@ -529,6 +550,8 @@ class IndexBuilder:
         if written is not None:
             # Files already on the object store, byte for byte (remote.RemoteIndex.upload skips them).
             manifest[store.WRITTEN_TO_STORE] = written_files
+        if self._tasks:
+            manifest["tasks"] = list(self._tasks)
         with stages.timed("publish"):
             published = store.publish(self.index_dir, staging, manifest)
         return BuildSummary(

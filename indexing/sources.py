@@ -169,6 +169,12 @@ def _make_document(record: dict[str, Any], default_file_id: str, explicit_id: st
     )
 
 
+def make_document(record: dict[str, Any], file_id: str, doc_id: str | None) -> Document | None:
+    """A document from a JSON record (title, text, url, date, metadata), normalised as a JSON-lines source's;
+    None when it has no text. Raises ValueError for a bad date."""
+    return _make_document(record, file_id, doc_id)
+
+
 def normalize_date(value: Any) -> str:
     """An ISO date/datetime string (UTC when zoned); raises ValueError naming the bad value."""
     if isinstance(value, (int, float)):

@@ -52,8 +52,9 @@ def _integral_number(value: Any) -> Any:
     return value
 
 
-#: An integer field of the contract: integral floats (10.0) are accepted as integers, as Zod accepts them.
-WireInt = Annotated[int, BeforeValidator(_integral_number)]
+#: Put after an integer field's constraints (`Annotated[int, Field(ge=1), INTEGRAL]`, so the JSON Schema keeps
+#: its minimum and maximum): integral floats (10.0) are accepted as integers, as Zod accepts them.
+INTEGRAL = BeforeValidator(_integral_number)
 
 
 def _enum_error(code: str) -> WrapValidator:

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from hybridrag.schemas.base import ContractModel, WireInt
+from hybridrag.schemas.base import INTEGRAL, ContractModel
 from hybridrag.schemas.errors import ErrorDetail
 from hybridrag.schemas.search import NonNegInt, SearchRequest, SearchResult, SearchResultItem, Unit
 
@@ -26,7 +26,7 @@ class BatchMerge(ContractModel):
     """
 
     enabled: bool = True
-    limit: Annotated[WireInt, Field(ge=1, le=MAX_MERGED)] = 20
+    limit: Annotated[int, Field(ge=1, le=MAX_MERGED), INTEGRAL] = 20
     mmr_lambda: Unit = 0.7
     dedupe_by: Literal["document", "chunk"] = "document"
 

@@ -102,6 +102,16 @@ _MESSAGES: dict[str, Template] = {
         "Content-Encoding {encoding} is not supported (use gzip or none)",
     ),
     "invalid_gzip": ("gzip として展開できません", "Body is not valid gzip"),
+    "duplicate_document_id": (
+        "リクエスト内でドキュメントIDが重複しています: {id}",
+        "Duplicate document id in the request: {id}",
+    ),
+    "string_pattern_mismatch": ("形式が正しくありません", "Invalid format"),
+    "too_many_documents": (
+        "1回のリクエストのドキュメントは{limit}件までです",
+        "At most {limit} documents per request",
+    ),
+    "no_files": ("ファイルがありません（フィールド名 files）", "No files (form field `files`)"),
     "date_type": (
         "日付は ISO 8601 形式の文字列である必要があります",
         "A date must be an ISO 8601 string",

@@ -9,6 +9,7 @@ from pydantic.json_schema import models_json_schema
 
 from hybridrag.schemas.base import SCHEMA_RELEASE_DATE, SCHEMA_VERSION
 from hybridrag.schemas.batch import BatchSearchRequest, BatchSearchResult
+from hybridrag.schemas.documents import AddDocumentsRequest, DocumentList, WriteTask
 from hybridrag.schemas.search import (
     CRAGScore,
     DateRange,
@@ -54,8 +55,14 @@ CONTRACT_MODELS: tuple[type[BaseModel], ...] = (
 )
 
 
-# Service-side additions that are not in the Zod contract (batch search).
-SERVICE_MODELS: tuple[type[BaseModel], ...] = (BatchSearchRequest, BatchSearchResult)
+# Service-side additions that are not in the Zod contract (batch search, the documents API).
+SERVICE_MODELS: tuple[type[BaseModel], ...] = (
+    BatchSearchRequest,
+    BatchSearchResult,
+    AddDocumentsRequest,
+    WriteTask,
+    DocumentList,
+)
 
 
 def contract_components(mode: str = "validation", extra: bool = False) -> dict[str, Any]:

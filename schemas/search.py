@@ -19,13 +19,13 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 from pydantic_core import PydanticCustomError
 
 from hybridrag.schemas.base import (
+    INTEGRAL,
     ContractModel,
     CragRelevance,
     QueryType,
     SearchResultType,
     SearchStrategy,
     SearchStrategyName,
-    WireInt,
     _enum_error,
 )
 
@@ -72,7 +72,7 @@ QueryText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), _js_m
 
 Unit = Annotated[float, Field(ge=0, le=1)]
 FusionMethod = Annotated[Literal["score-rrf", "rrf"], _enum_error("enum_fusion")]
-NonNegInt = Annotated[WireInt, Field(ge=0)]
+NonNegInt = Annotated[int, Field(ge=0), INTEGRAL]
 
 
 class DateRange(ContractModel):
@@ -144,7 +144,7 @@ def _default_strategies() -> list[SearchStrategyName]:
 class SearchOptions(ContractModel):
     """searchOptionsSchema."""
 
-    limit: Annotated[WireInt, Field(ge=1, le=100)] = 20
+    limit: Annotated[int, Field(ge=1, le=100), INTEGRAL] = 20
     offset: NonNegInt = 0
     include_metadata: bool = True
     include_highlights: bool = True
@@ -178,7 +178,7 @@ class SearchQuery(ContractModel):
 class RRFConfig(ContractModel):
     """rrfConfigSchema."""
 
-    k: Annotated[WireInt, Field(ge=1, le=1000)] = 60
+    k: Annotated[int, Field(ge=1, le=1000), INTEGRAL] = 60
     normalize_scores: bool = True
 
 
@@ -187,8 +187,8 @@ class RerankConfig(ContractModel):
 
     enabled: bool = True
     model: Annotated[str, Field(max_length=MAX_MODEL_NAME_CHARS)] = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-    top_k: Annotated[WireInt, Field(ge=1, le=100)] = 50
-    batch_size: Annotated[WireInt, Field(ge=1, le=32)] = 16
+    top_k: Annotated[int, Field(ge=1, le=100), INTEGRAL] = 50
+    batch_size: Annotated[int, Field(ge=1, le=32), INTEGRAL] = 16
 
 
 class SearchRequest(ContractModel):

@@ -19,7 +19,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 fi
 # The Zod contract check runs the seed's schemas with zod 3 under node (skipped, with the reason, without node).
 if command -v npm >/dev/null 2>&1; then
-  npm ci --prefix tests/zod --no-audit --no-fund --silent
+  npm ci --prefix tests/zod --no-audit --no-fund --loglevel=error
 fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -20,6 +20,7 @@ import asyncio
 import os
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -27,12 +28,16 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from hybridrag.schemas.batch import BatchMerge, BatchSearchRequest, BatchSearchResult
+from hybridrag.schemas.documents import AddDocumentsRequest, DocumentIn, DocumentList, WriteTask
 from hybridrag.schemas.errors import Language, pick_language, translate_errors
 from hybridrag.schemas.search import SearchRequest, SearchResult
 
 M = TypeVar("M", bound=BaseModel)
 
 Query = str | SearchRequest | Mapping[str, Any]
+DocumentLike = DocumentIn | Mapping[str, Any]
+FileLike = str | os.PathLike[str] | tuple[str, bytes]
+FINAL = ("succeeded", "failed")
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_TIMEOUT = 15.0
@@ -166,6 +171,25 @@ class _Core:
             body["merge"] = dict(merge)
         return validated(BatchSearchRequest, body, self.lang(language)).to_wire(exclude_unset=True)
 
+    def documents_body(
+        self, documents: Sequence[DocumentLike], language: str | None = None
+    ) -> dict[str, Any]:
+        wire = [d.to_wire(exclude_unset=True) if isinstance(d, DocumentIn) else dict(d) for d in documents]
+        request = validated(AddDocumentsRequest, {"documents": wire}, self.lang(language))
+        return request.to_wire(exclude_unset=True)
+
+    @staticmethod
+    def files(paths: Sequence[FileLike]) -> list[tuple[str, tuple[str, bytes]]]:
+        out = []
+        for item in paths:
+            if isinstance(item, tuple):
+                name, data = item
+            else:
+                path = Path(item)
+                name, data = path.name, path.read_bytes()
+            out.append(("files", (name, data)))
+        return out
+
     def accept(self, response: httpx.Response | None) -> bool:
         """True when `response` is final (raising for a 4xx); False when the call should be retried."""
         if response is None or response.status_code >= 500:
@@ -274,6 +298,42 @@ class HybridRagClient:
         except httpx.TransportError:
             return False
 
+    # -- the documents API (writes need the service's write key as `api_key`)
+    def add_documents(self, documents: Sequence[DocumentLike], language: str | None = None) -> WriteTask:
+        """Queue documents ({"id"?, "title", "text", "url"?, "date"?, "metadata"?}); returns the task (202)."""
+        body = self._core.documents_body(documents, language)
+        return WriteTask.model_validate_json(self._call("POST", "/v1/documents", language, json=body).content)
+
+    def add_files(self, files: Sequence[FileLike]) -> WriteTask:
+        """Queue files (paths, or (name, bytes)): PDF, DOCX, HTML, Markdown, text, JSON lines."""
+        response = self._call("POST", "/v1/documents", files=self._core.files(files))
+        return WriteTask.model_validate_json(response.content)
+
+    def delete_document(self, doc_id: str) -> WriteTask:
+        response = self._call("DELETE", f"/v1/documents/{quote(doc_id, safe='')}")
+        return WriteTask.model_validate_json(response.content)
+
+    def task(self, task_id: str) -> WriteTask:
+        return WriteTask.model_validate_json(
+            self._call("GET", f"/v1/tasks/{quote(task_id, safe='')}").content
+        )
+
+    def wait(self, task: WriteTask | str, timeout: float = 120.0, interval: float = 0.2) -> WriteTask:
+        """Poll a task until it succeeded or failed (returned either way); HybridRagError after `timeout`."""
+        task_id = task if isinstance(task, str) else task.task_id
+        deadline = time.monotonic() + timeout
+        while True:
+            current = self.task(task_id)
+            if current.status in FINAL:
+                return current
+            if time.monotonic() > deadline:
+                raise HybridRagError(f"task {task_id} still {current.status} after {timeout} s")
+            time.sleep(interval)
+
+    def list_documents(self, offset: int = 0, limit: int = 100) -> DocumentList:
+        response = self._call("GET", "/v1/documents", params={"offset": offset, "limit": limit})
+        return DocumentList.model_validate_json(response.content)
+
 
 class AsyncHybridRagClient:
     """asyncio client with the same behaviour."""
@@ -349,3 +409,37 @@ class AsyncHybridRagClient:
             return (await self._http.get("/readyz")).status_code == 200
         except httpx.TransportError:
             return False
+
+    async def add_documents(
+        self, documents: Sequence[DocumentLike], language: str | None = None
+    ) -> WriteTask:
+        body = self._core.documents_body(documents, language)
+        response = await self._call("POST", "/v1/documents", language, json=body)
+        return WriteTask.model_validate_json(response.content)
+
+    async def add_files(self, files: Sequence[FileLike]) -> WriteTask:
+        response = await self._call("POST", "/v1/documents", files=self._core.files(files))
+        return WriteTask.model_validate_json(response.content)
+
+    async def delete_document(self, doc_id: str) -> WriteTask:
+        response = await self._call("DELETE", f"/v1/documents/{quote(doc_id, safe='')}")
+        return WriteTask.model_validate_json(response.content)
+
+    async def task(self, task_id: str) -> WriteTask:
+        response = await self._call("GET", f"/v1/tasks/{quote(task_id, safe='')}")
+        return WriteTask.model_validate_json(response.content)
+
+    async def wait(self, task: WriteTask | str, timeout: float = 120.0, interval: float = 0.2) -> WriteTask:
+        task_id = task if isinstance(task, str) else task.task_id
+        deadline = time.monotonic() + timeout
+        while True:
+            current = await self.task(task_id)
+            if current.status in FINAL:
+                return current
+            if time.monotonic() > deadline:
+                raise HybridRagError(f"task {task_id} still {current.status} after {timeout} s")
+            await asyncio.sleep(interval)
+
+    async def list_documents(self, offset: int = 0, limit: int = 100) -> DocumentList:
+        response = await self._call("GET", "/v1/documents", params={"offset": offset, "limit": limit})
+        return DocumentList.model_validate_json(response.content)

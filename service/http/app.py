@@ -12,12 +12,14 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
+from hybridrag.http import documents
 from hybridrag.http.metrics import Metrics
 from hybridrag.http.observability import MetricsMiddleware, RequestIdMiddleware, configure_logging
 from hybridrag.http.problems import install_handlers
 from hybridrag.http.ratelimit import RateLimiter
 from hybridrag.http.routes import api, health
 from hybridrag.http.ui import mount_ui
+from hybridrag.pipeline.documents import DocumentWriter
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
 from hybridrag.schemas.base import SCHEMA_VERSION
@@ -41,12 +43,15 @@ def create_app(
             engine.start()
             if settings.reload_interval_s > 0:
                 engine.watch(settings.reload_interval_s)
+            if settings.write_api_key is not None:
+                app.state.writer.start()
 
         if wait:
             start()
         else:
             threading.Thread(target=start, name="engine-start", daemon=True).start()
         yield
+        app.state.writer.close()
         engine.close()
 
     app = FastAPI(
@@ -56,6 +61,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.engine = engine
+    app.state.writer = document_writer(settings, engine)
     app.state.metrics = Metrics() if settings.metrics_enabled else None
     app.state.limiter = (
         RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
@@ -77,6 +83,8 @@ def create_app(
     install_handlers(app)
     app.include_router(health)
     app.include_router(api)
+    app.include_router(documents.reads)
+    app.include_router(documents.writes)
     mount_ui(app)
 
     def openapi() -> dict[str, Any]:
@@ -91,6 +99,28 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def document_writer(settings: Settings, engine: SearchEngine) -> DocumentWriter:
+    """The documents API's writer: on the index directory, or on the mirror of the followed bucket (each
+    version uploaded there); the engine loads every version it publishes at once."""
+
+    def published() -> None:
+        engine.sync_remote()
+        engine.reload_if_switched()
+
+    kwargs: dict[str, Any] = {
+        "batch_max": settings.documents_batch_max,
+        "batch_wait_s": settings.documents_batch_wait_s,
+        "published": published,
+    }
+    if settings.index_url is not None:
+        from hybridrag.indexing.remote import remote_workspace
+
+        url, cache = settings.index_url, settings.cache_dir
+        kwargs["workspace"] = lambda: remote_workspace(url, cache)
+        kwargs["tasks_dir"] = cache / "tasks" / settings.index_dir.name
+    return DocumentWriter(settings.index_dir, **kwargs)
 
 
 def app_from_env() -> FastAPI:

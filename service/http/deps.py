@@ -11,6 +11,7 @@ import secrets
 from typing import Annotated
 
 from fastapi import Depends, Request
+from pydantic import SecretStr
 
 from hybridrag.http.problems import ProblemError
 from hybridrag.http.ratelimit import caller_key, retry_after
@@ -34,14 +35,40 @@ def presented_key(request: Request) -> str:
     return auth[7:].strip() if auth.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
 
 
+def _matches(given: str, key: SecretStr | None) -> bool:
+    return (
+        key is not None
+        and bool(given)
+        and secrets.compare_digest(given.encode(), key.get_secret_value().encode())
+    )
+
+
 async def require_api_key(request: Request, engine: Annotated[SearchEngine, Depends(get_engine)]) -> None:
-    """When an API key is configured, accept `Authorization: Bearer <key>` or `X-API-Key: <key>`."""
+    """When an API key is configured, accept `Authorization: Bearer <key>` or `X-API-Key: <key>` (the write
+    key may search too)."""
     key = engine.settings.api_key
     if key is None:
         return
     given = presented_key(request)
-    if not given or not secrets.compare_digest(given.encode(), key.get_secret_value().encode()):
+    if not (_matches(given, key) or _matches(given, engine.settings.write_api_key)):
         raise ProblemError(401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"})
+
+
+async def require_write_key(request: Request, engine: Annotated[SearchEngine, Depends(get_engine)]) -> None:
+    """Writes need the write key: 403 when none is configured (writes are off) or the key may only search,
+    401 when no valid key was sent."""
+    settings = engine.settings
+    if settings.write_api_key is None:
+        raise ProblemError(
+            403,
+            "writes are disabled on this service: set HYBRIDRAG_WRITE_API_KEY to enable the documents API",
+        )
+    given = presented_key(request)
+    if _matches(given, settings.write_api_key):
+        return
+    if _matches(given, settings.api_key):
+        raise ProblemError(403, "this key may search but not write: use the write key")
+    raise ProblemError(401, "a valid write key is required", headers={"WWW-Authenticate": "Bearer"})
 
 
 async def rate_limit(request: Request) -> None:

@@ -37,6 +37,7 @@ _TITLES = {
 _TYPES = {
     400: "bad-request",
     401: "unauthorized",
+    403: "forbidden",
     404: "not-found",
     413: "body-too-large",
     415: "unsupported-media-type",

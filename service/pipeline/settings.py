@@ -65,6 +65,24 @@ class Settings(BaseSettings):
         "name is refused (422): a caller never makes the server probe or load a path of its choosing.",
     )
     api_key: SecretStr | None = Field(None, description="When set, search and document endpoints need it.")
+    write_api_key: SecretStr | None = Field(
+        None,
+        description="The key that may write (POST/DELETE /v1/documents); it may also search. Unset: writes "
+        "are refused with 403, so a default deployment cannot be written to from the network.",
+    )
+    documents_batch_max: int = Field(
+        100, ge=1, le=10_000, description="Most documents applied as one index version by the writer."
+    )
+    documents_batch_wait_s: float = Field(
+        0.5, ge=0, le=60, description="How long the writer lets a batch gather before it applies it."
+    )
+    documents_max_body_bytes: int = Field(
+        50_000_000, ge=1_024, description="Largest body of a documents request (JSON or multipart)."
+    )
+    documents_max_per_request: int = Field(1000, ge=1, description="Most documents or files in one request.")
+    documents_max_file_bytes: int = Field(
+        20_000_000, ge=1_024, description="Largest uploaded file; a larger one is refused in its task."
+    )
     header_timeout_s: float = Field(
         10.0,
         gt=0,

@@ -1,0 +1,279 @@
+"""The documents API through HTTP: add JSON documents and files, see them in search results, delete them,
+re-add unchanged content as a no-op, refuse bad files one by one, keep read and write keys apart, and lose no
+acknowledged write when the service is killed mid-batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import _start_server, free_port
+
+READ, WRITE = "read-key", "write-key"
+LAMARR = {
+    "id": "hedy-lamarr",
+    "title": "Hedy Lamarr",
+    "text": "Hedy Lamarr co-invented a frequency-hopping radio system with George Antheil in 1942. "
+    "The patent later informed spread-spectrum communication such as Bluetooth and Wi-Fi.",
+    "url": "https://example.org/lamarr",
+    "date": "1942-08-11",
+    "metadata": {"topic": "radio"},
+}
+CORMORANT = {
+    "title": "Cormorant fishing on the Nagara River",
+    "text": "Ukai is a traditional fishing method in which trained cormorants catch sweetfish on the Nagara River in Gifu.",
+}
+
+
+@pytest.fixture()
+def writable(tmp_path: Path, sample_index: Path, embedder: Any) -> Iterator[str]:
+    """The service over a copy of the sample index, with a search key and a write key."""
+    from hybridrag.http.app import create_app
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
+
+    index = tmp_path / "index"
+    shutil.copytree(sample_index, index, symlinks=True)
+    settings = Settings(  # type: ignore[call-arg]
+        index_dir=index,
+        embedding_model="minilm",
+        api_key=READ,
+        write_api_key=WRITE,
+        documents_batch_wait_s=0.05,
+        documents_max_per_request=50,
+        reload_interval_s=0,
+        _env_file=None,
+    )
+    app = create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)
+    server, url = _start_server(app)
+    yield url
+    server.should_exit = True
+
+
+def _h(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _wait(url: str, task: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        current: dict[str, Any] = httpx.get(f"{url}/v1/tasks/{task['taskId']}", headers=_h(READ)).json()
+        if current["status"] in ("succeeded", "failed"):
+            return current
+        time.sleep(0.1)
+    raise AssertionError(f"task {task['taskId']} did not finish")
+
+
+def _search(url: str, text: str, strategy: str, limit: int = 5) -> list[dict[str, Any]]:
+    body = {
+        "text": text,
+        "options": {"strategies": [strategy], "limit": limit},
+        "filters": {"minRelevance": 0},
+    }
+    answer = httpx.post(f"{url}/v1/search", json=body, headers=_h(READ), timeout=30)
+    assert answer.status_code == 200, answer.text
+    results: list[dict[str, Any]] = answer.json()["results"]
+    return results
+
+
+def _doc_ids(results: list[dict[str, Any]]) -> list[str]:
+    return [r["metadata"]["docId"] for r in results if r["type"] == "chunk"]
+
+
+def test_add_search_readd_and_delete(writable: str) -> None:
+    url = writable
+    answer = httpx.post(f"{url}/v1/documents", json={"documents": [LAMARR, CORMORANT]}, headers=_h(WRITE))
+    assert answer.status_code == 202, answer.text
+    task = answer.json()
+    assert task["status"] == "queued" and answer.headers["location"] == f"/v1/tasks/{task['taskId']}"
+    done = _wait(url, task)
+    assert done["status"] == "succeeded", done
+    assert [d["status"] for d in done["documents"]] == ["added", "added"]
+    assert done["documents"][0]["id"] == "hedy-lamarr"  # the caller's id is kept
+    cormorant_id = done["documents"][1]["id"]
+    version = done["indexVersion"]
+    assert httpx.get(f"{url}/readyz").json()["indexVersion"] == version
+    # Found by every strategy.
+    assert "hedy-lamarr" in _doc_ids(_search(url, "frequency hopping patent", "keyword"))
+    assert "hedy-lamarr" in _doc_ids(_search(url, "who invented spread spectrum radio", "semantic"))
+    assert "hedy-lamarr" in _doc_ids(_search(url, "George Antheil", "graph"))
+    assert cormorant_id in _doc_ids(_search(url, "cormorant sweetfish", "keyword"))
+    document = httpx.get(f"{url}/v1/documents/hedy-lamarr", headers=_h(READ)).json()
+    assert document["date"] == "1942-08-11" and document["metadata"]["topic"] == "radio"
+    # The same content again: nothing to write, no new version.
+    again = _wait(
+        url, httpx.post(f"{url}/v1/documents", json={"documents": [LAMARR]}, headers=_h(WRITE)).json()
+    )
+    assert again["status"] == "succeeded" and again["documents"][0]["status"] == "unchanged"
+    assert again["indexVersion"] == version
+    # New content under the same id replaces it.
+    changed = {**LAMARR, "text": LAMARR["text"] + " She was also a film actress."}
+    replaced = _wait(
+        url, httpx.post(f"{url}/v1/documents", json={"documents": [changed]}, headers=_h(WRITE)).json()
+    )
+    assert replaced["documents"][0]["status"] == "replaced" and replaced["indexVersion"] != version
+    # Delete: gone from keyword, semantic and graph, and from the documents endpoint.
+    deleted = _wait(url, httpx.delete(f"{url}/v1/documents/hedy-lamarr", headers=_h(WRITE)).json())
+    assert deleted["status"] == "succeeded" and deleted["documents"][0]["status"] == "deleted"
+    for text, strategy in (
+        ("frequency hopping patent", "keyword"),
+        ("who invented spread spectrum radio", "semantic"),
+        ("George Antheil", "graph"),
+    ):
+        assert "hedy-lamarr" not in _doc_ids(_search(url, text, strategy, limit=20)), strategy
+    assert httpx.get(f"{url}/v1/documents/hedy-lamarr", headers=_h(READ)).status_code == 404
+    missing = _wait(url, httpx.delete(f"{url}/v1/documents/no-such-doc", headers=_h(WRITE)).json())
+    assert missing["documents"][0]["status"] == "not_found"
+    listed = httpx.get(f"{url}/v1/documents", params={"limit": 5}, headers=_h(READ)).json()
+    assert listed["total"] == 13 and len(listed["documents"]) == 5 and listed["indexVersion"]
+    second = httpx.get(f"{url}/v1/documents", params={"offset": 5, "limit": 100}, headers=_h(READ)).json()
+    ids = [d["id"] for d in listed["documents"] + second["documents"]]
+    assert len(ids) == 13 and ids == sorted(ids) and cormorant_id in ids
+
+
+def test_files_one_bad_file_never_fails_the_others(writable: str, tmp_path: Path) -> None:
+    from hybridrag.client import HybridRagClient
+
+    note = tmp_path / "maglev.md"
+    note.write_text("# Chuo Shinkansen\n\nThe Chuo Shinkansen is a maglev line between Tokyo and Nagoya.\n")
+    with HybridRagClient(writable, api_key=WRITE) as rag:
+        task = rag.add_files(
+            [
+                note,
+                ("broken.pdf", b"%PDF-1.7\n1 0 obj <<>> garbage, no xref\n"),
+                ("tool.exe", b"MZ\x90\x00"),
+                ("empty.txt", b"   \n"),
+            ]
+        )
+        done = rag.wait(task)
+    outcomes = {d.source: d for d in done.documents}
+    assert done.status == "succeeded"
+    assert outcomes["maglev.md"].status == "added"
+    for name in ("broken.pdf", "tool.exe", "empty.txt"):
+        assert outcomes[name].status == "refused" and outcomes[name].reason, name
+    assert "unsupported file type" in (outcomes["tool.exe"].reason or "")
+    hits = _search(writable, "maglev Tokyo Nagoya", "keyword")
+    assert hits and hits[0]["metadata"]["title"] == "Chuo Shinkansen"
+
+
+def test_keys_and_bad_input(writable: str, tmp_path: Path) -> None:
+    url = writable
+    body = {"documents": [CORMORANT]}
+    assert httpx.post(f"{url}/v1/documents", json=body, headers=_h(READ)).status_code == 403
+    assert httpx.post(f"{url}/v1/documents", json=body).status_code == 401
+    assert httpx.delete(f"{url}/v1/documents/x", headers=_h(READ)).status_code == 403
+    assert httpx.post(f"{url}/v1/search", json={"text": "Sony"}, headers=_h(WRITE)).status_code == 200
+
+    def refused(payload: dict[str, Any]) -> dict[str, Any]:
+        answer = httpx.post(
+            f"{url}/v1/documents", json=payload, headers={**_h(WRITE), "Accept-Language": "en"}
+        )
+        assert 400 <= answer.status_code < 500, answer.text
+        return {"status": answer.status_code, **answer.json()}
+
+    dup = refused({"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]})
+    assert dup["status"] == 422 and dup["errors"][0]["code"] == "duplicate_document_id"
+    bad_date = refused({"documents": [{"text": "x", "date": "2024-02-30"}]})
+    assert bad_date["errors"][0]["path"] == "documents[0].date"
+    blank = refused({"documents": [{"text": "   "}]})
+    assert blank["errors"][0]["path"] == "documents[0].text"
+    many = refused({"documents": [{"text": f"doc {i}"} for i in range(51)]})
+    assert many["status"] == 413
+    assert refused({"documents": []})["errors"][0]["path"] == "documents"
+    listed = httpx.get(f"{url}/v1/documents", headers=_h(READ)).json()
+    assert listed["total"] == 12  # nothing of the above was written
+
+
+def test_writes_are_off_without_a_write_key(client: Any) -> None:
+    answer = client.post("/v1/documents", json={"documents": [CORMORANT]})
+    assert answer.status_code == 403 and "HYBRIDRAG_WRITE_API_KEY" in answer.json()["detail"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_kill_9_mid_batch_loses_no_task(tmp_path: Path, sample_index: Path) -> None:
+    """SIGKILL the service while tasks are queued and running; after a restart every task ends succeeded or
+    failed, none is lost, and `current` is a complete published version."""
+    index = tmp_path / "index"
+    shutil.copytree(sample_index, index, symlinks=True)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("HYBRIDRAG_")},
+        "HYBRIDRAG_INDEX_DIR": str(index),
+        "HYBRIDRAG_EMBEDDING_MODEL": "minilm",
+        "HYBRIDRAG_WRITE_API_KEY": WRITE,
+        "HYBRIDRAG_DOCUMENTS_BATCH_MAX": "40",
+        "HYBRIDRAG_DOCUMENTS_BATCH_WAIT_S": "0.05",
+        "HYBRIDRAG_RELOAD_INTERVAL_S": "0",
+        "HF_HUB_OFFLINE": "1",
+    }
+    hybridrag = str(Path(sys.executable).parent / "hybridrag")
+
+    def start() -> tuple[subprocess.Popen[bytes], str]:
+        port = free_port()
+        proc = subprocess.Popen(
+            [hybridrag, "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    return proc, url
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("the service did not start")
+
+    proc, url = start()
+    task_ids = []
+    for batch in range(6):
+        docs = [
+            {
+                "id": f"k{batch}-{i}",
+                "title": f"Note {batch}-{i}",
+                "text": f"Kill test note {batch} {i}. " * 30,
+            }
+            for i in range(30)
+        ]
+        answer = httpx.post(f"{url}/v1/documents", json={"documents": docs}, headers=_h(WRITE), timeout=30)
+        assert answer.status_code == 202
+        task_ids.append(answer.json()["taskId"])
+    time.sleep(1.0)  # the first batch is being embedded
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    states = [json.loads((index / ".tasks" / f"{t}.json").read_text())["status"] for t in task_ids]
+    assert set(states) <= {"queued", "running", "succeeded"} and "succeeded" not in states[-1:], states
+    proc, url = start()
+    try:
+        finals = [_wait(url, {"taskId": t}, timeout=300) for t in task_ids]
+        assert all(t["status"] == "succeeded" for t in finals), [t["status"] for t in finals]
+        current = json.loads((index / "current" / "manifest.json").read_text())
+        listed = httpx.get(f"{url}/v1/documents", params={"limit": 1000}).json()
+        assert listed["total"] == 12 + 6 * 30 and listed["indexVersion"] == current["version"]
+        hits = _search_plain(url, "Kill test note 5 29")
+        assert hits
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def _search_plain(url: str, text: str) -> list[dict[str, Any]]:
+    answer = httpx.post(
+        f"{url}/v1/search", json={"text": text, "options": {"strategies": ["keyword"]}}, timeout=30
+    )
+    results: list[dict[str, Any]] = answer.json()["results"]
+    return results
