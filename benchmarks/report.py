@@ -212,12 +212,31 @@ def torch_free_sentence() -> str:
     return text
 
 
+def documents_sentence() -> str:
+    import json
+
+    paths = sorted(RESULTS.glob("documents-*.json"))
+    if not paths:
+        return ""
+    r = json.loads(paths[-1].read_text("utf-8"))
+    rates = ", ".join(
+        f"{w['documentsPerSecond']}/s at {w['documentsPerRequest']} per request" for w in r["writes"]
+    )
+    search = r["search"]
+    return (
+        f"{r['dataset']} abstracts with {r['config']['embeddingModel']}: {rates}; search p50 / p95 "
+        f"{search['alone']['p50ms']} / {search['alone']['p95ms']} ms alone, {search['duringWrites']['p50ms']} / "
+        f"{search['duringWrites']['p95ms']} ms while writes run"
+    )
+
+
 def update_readme(readme: Path) -> None:
     """Replace the blocks between the markers in the project README with the current figures."""
     text = readme.read_text("utf-8")
     text = _replace_block(text, "quality", "\n" + compact_summary(DEFAULT_MODEL))
     text = _replace_block(text, "image", image_sentence())
     text = _replace_block(text, "torchfree", torch_free_sentence())
+    text = _replace_block(text, "documents", documents_sentence())
     readme.write_text(text, "utf-8")
 
 

@@ -277,3 +277,67 @@ def _search_plain(url: str, text: str) -> list[dict[str, Any]]:
     )
     results: list[dict[str, Any]] = answer.json()["results"]
     return results
+
+
+def test_agents_add_what_they_find(writable: str) -> None:
+    """LangChain's retriever, LlamaIndex's retriever and the MCP server each add a document through the API,
+    and a search finds it right after."""
+    import asyncio
+
+    from langchain_core.documents import Document as LcDocument
+    from llama_index.core import Document as LlamaDocument
+
+    from hybridrag.client.adapters.langchain import HybridRagRetriever
+    from hybridrag.client.adapters.llamaindex import HybridRagLlamaRetriever
+
+    lc = HybridRagRetriever(base_url=writable, api_key=WRITE, k=3)
+    task = lc.add_documents(
+        [
+            LcDocument(
+                page_content="The axolotl regrows its limbs and parts of its heart.",
+                metadata={"title": "Axolotl", "url": "https://example.org/axolotl"},
+                id="axolotl",
+            )
+        ]
+    )
+    assert task.status == "succeeded" and task.documents[0].status == "added"
+    assert lc.invoke("axolotl regrows limbs")[0].metadata["docId"] == "axolotl"
+
+    llama = HybridRagLlamaRetriever(base_url=writable, api_key=WRITE, similarity_top_k=3)
+    task = llama.insert(
+        [
+            LlamaDocument(
+                text="Tardigrades survive the vacuum of space for days.",
+                metadata={"title": "Tardigrade"},
+                id_="tardigrade",
+            )
+        ]
+    )
+    assert task.status == "succeeded" and task.documents[0].id == "tardigrade"
+    assert llama.retrieve("tardigrades in the vacuum of space")[0].node.metadata["docId"] == "tardigrade"
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def via_mcp() -> tuple[bool, str, bool]:
+        args = ["-m", "hybridrag.mcp", "--url", writable, "--api-key", READ, "--write-api-key", WRITE]
+        params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            added = await session.call_tool(
+                "add_document",
+                {
+                    "id": "pangolin",
+                    "title": "Pangolin",
+                    "text": "Pangolins are the only mammals covered in keratin scales.",
+                },
+            )
+            found = await session.call_tool(
+                "search", {"text": "mammals covered in keratin scales", "limit": 2}
+            )
+            text = "\n".join(c.text for c in added.content if c.type == "text")
+            return "add_document" in names, text, "Pangolin" in str(found.structuredContent)
+
+    has_tool, text, found = asyncio.run(via_mcp())
+    assert has_tool and text.startswith("added: document pangolin") and found

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,3 +234,48 @@ def test_the_page_sets_a_policy_that_forbids_other_hosts(live_service: str) -> N
     assert "default-src 'self'" in policy and "connect-src 'self'" in policy
     for asset in ("playground.js", "playground.css"):
         assert httpx.get(f"{live_service}/ui/assets/{asset}").status_code == 200
+
+
+def test_add_a_document_form_shows_the_tasks_outcome(
+    browser: Any, tmp_path: Path, sample_index: Path, embedder: Any
+) -> None:
+    """The playground's "Add a document" form: pasted text with the write key, then the task's outcome; a
+    search finds the document afterwards. Without the key the form shows the refusal."""
+    from conftest import _start_server
+
+    from hybridrag.http.app import create_app
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
+
+    index = tmp_path / "index"
+    shutil.copytree(sample_index, index, symlinks=True)
+    settings = Settings(  # type: ignore[call-arg]
+        index_dir=index,
+        embedding_model="minilm",
+        write_api_key="w",
+        documents_batch_wait_s=0.05,
+        reload_interval_s=0,
+        _env_file=None,
+    )
+    server, url = _start_server(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True))
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    try:
+        tab.goto(f"{url}/ui")
+        tab.click("#add-document summary")
+        tab.fill("#add-title", "Okapi")
+        tab.fill("#add-text", "The okapi is a giraffid of the Ituri rainforest, striped like a zebra.")
+        tab.click("#add-go")
+        result = tab.locator("#add-result")
+        sync_api.expect(result).to_have_text(re.compile(r"^401"))
+        tab.fill("#write-key", "w")
+        tab.click("#add-go")
+        sync_api.expect(result).to_have_text(re.compile(r"^succeeded"), timeout=60000)
+        assert ": added" in tab.locator("#add-result").inner_text()
+        found = httpx.post(
+            f"{url}/v1/search", json={"text": "okapi giraffid Ituri", "options": {"strategies": ["keyword"]}}
+        ).json()
+        assert found["results"][0]["metadata"]["title"] == "Okapi"
+    finally:
+        context.close()
+        server.should_exit = True

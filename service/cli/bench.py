@@ -309,6 +309,31 @@ def bench_build(
     typer.echo(markdown)
 
 
+@bench_app.command("documents")
+def bench_documents(
+    dataset: Annotated[Path, typer.Option("--dataset", help="BEIR-layout folder whose abstracts are added")],
+    split: Annotated[str, typer.Option(help="qrels split whose queries are searched")] = "test",
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    searches: Annotated[int, typer.Option(min=10, help="Searches alone and during writes")] = 100,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """Documents per second through the documents API (1, 10, 100 per request) and search latency while
+    writes run, against search alone, in one service."""
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, write_results
+    from hybridrag.benchmarks.documents import run_documents, to_markdown
+
+    if not (dataset / "corpus.jsonl").is_file():
+        raise typer.BadParameter(f"{dataset} has no corpus.jsonl", param_hint="--dataset")
+    report = run_documents(dataset, split, embedding_model, searches=searches)
+    markdown = to_markdown(report)
+    target = out or RESULTS / f"documents-{dataset.name}-{embedding_model.replace('/', '_')}.json"
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+
+
 @bench_app.command("graph")
 def bench_graph(
     dataset: Annotated[

@@ -53,6 +53,8 @@ class ServiceConfig:
     )
     language: str | None = field(default_factory=lambda: os.environ.get("HYBRIDRAG_MCP_LANGUAGE", "en"))
     retries: int = 1
+    # With the service's write key the server also offers `add_document` (the documents API).
+    write_api_key: str | None = field(default_factory=lambda: os.environ.get("HYBRIDRAG_WRITE_API_KEY"))
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -210,6 +212,45 @@ def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", 
             structuredContent={k: v for k, v in document.items() if k != "chunks"},
         )
 
+    if config.write_api_key:
+
+        @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True))
+        async def add_document(
+            text: Annotated[str, Field(min_length=1, description="The document's text.")],
+            title: Annotated[str, Field(description="Its title.")] = "",
+            url: Annotated[str | None, Field(description="Where it came from (http or https).")] = None,
+            date: Annotated[str | None, Field(description="Its date, ISO 8601 (2024-05-01).")] = None,
+            id: Annotated[
+                str | None, Field(description="A stable id; the same id replaces the document.")
+            ] = None,
+        ) -> CallToolResult:
+            """Add a document you found (a paper, a web page's text) to the collection, so later searches
+            find it. Waits until it is indexed and says whether it was added, replaced or already there."""
+            doc: dict[str, Any] = {"text": text, "title": title}
+            doc.update({k: v for k, v in (("url", url), ("date", date), ("id", id)) if v})
+            async with AsyncHybridRagClient(
+                config.url,
+                config.write_api_key,
+                config.timeout,
+                retries=config.retries,
+                language=config.language,
+            ) as client:
+                try:
+                    task = await client.wait(
+                        await client.add_documents([doc]), timeout=max(config.timeout, 60.0)
+                    )
+                except HybridRagError as exc:
+                    raise _tool_error(exc, config.url) from None
+            outcome = task.documents[0] if task.documents else None
+            if task.status != "succeeded" or outcome is None:
+                raise ToolError(f"the document was not added: {task.error or task.status}")
+            if outcome.status == "refused":
+                raise ToolError(f"the document was refused: {outcome.reason}")
+            text_out = f"{outcome.status}: document {outcome.id} (index version {task.index_version})"
+            return CallToolResult(
+                content=[TextContent(type="text", text=text_out)], structuredContent=task.to_wire()
+            )
+
     @mcp.resource("hybridrag://documents/{doc_id}", mime_type="text/plain")
     async def document_resource(doc_id: str) -> str:
         """A document of the collection, as text."""
@@ -255,6 +296,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--language", choices=["en", "ja"], default=None, help="Language of error messages (default en)"
     )
+    parser.add_argument(
+        "--write-api-key",
+        default=None,
+        help="The service's write key: adds the add_document tool (default: $HYBRIDRAG_WRITE_API_KEY)",
+    )
     parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     parser.add_argument(
         "--host", default="127.0.0.1", help="streamable-http: address to bind (loopback by default)"
@@ -270,6 +316,8 @@ def main(argv: list[str] | None = None) -> None:
         config.timeout = args.timeout
     if args.language:
         config.language = args.language
+    if args.write_api_key:
+        config.write_api_key = args.write_api_key
     create_server(config, args.host, args.port).run(args.transport)
 
 

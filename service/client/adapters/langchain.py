@@ -17,7 +17,23 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from pydantic import ConfigDict, Field, model_validator  # noqa: E402
 
 from hybridrag.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagClient  # noqa: E402
+from hybridrag.schemas.documents import WriteTask  # noqa: E402
 from hybridrag.schemas.search import SearchResult  # noqa: E402
+
+
+def to_wire_document(doc: Document) -> dict[str, Any]:
+    """A LangChain Document as the documents API's input: page_content is the text; `id` (or metadata
+    id), title, url and date come along; other metadata is kept as the document's metadata."""
+    meta = dict(doc.metadata or {})
+    out: dict[str, Any] = {"text": doc.page_content, "title": str(meta.pop("title", "") or "")}
+    doc_id = doc.id or meta.pop("id", None)
+    if doc_id:
+        out["id"] = str(doc_id)
+    for key in ("url", "date"):
+        if meta.get(key):
+            out[key] = str(meta.pop(key))
+    out["metadata"] = {k: v for k, v in meta.items() if isinstance(v, (str, int, float, bool)) or v is None}
+    return out
 
 
 def to_documents(result: SearchResult) -> list[Document]:
@@ -75,6 +91,23 @@ class HybridRagRetriever(BaseRetriever):
         options = self._options(kwargs)
         with HybridRagClient(self.base_url, self.api_key, self.timeout) as client:
             return to_documents(client.search(query, **options))
+
+    def add_documents(
+        self, documents: list[Document], wait: bool = True, timeout: float = 300.0
+    ) -> WriteTask:
+        """Add what an agent found to the collection it searches (needs the service's write key as
+        `api_key`); with `wait`, returns once the task succeeded or failed (`task.documents` says how each
+        document fared). Not a VectorStore: the service chunks, embeds and links the documents itself."""
+        with HybridRagClient(self.base_url, self.api_key, self.timeout) as client:
+            task = client.add_documents([to_wire_document(d) for d in documents])
+            return client.wait(task, timeout) if wait else task
+
+    async def aadd_documents(
+        self, documents: list[Document], wait: bool = True, timeout: float = 300.0
+    ) -> WriteTask:
+        async with AsyncHybridRagClient(self.base_url, self.api_key, self.timeout) as client:
+            task = await client.add_documents([to_wire_document(d) for d in documents])
+            return await client.wait(task, timeout) if wait else task
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any

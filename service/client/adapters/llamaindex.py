@@ -9,10 +9,31 @@ from hybridrag.client.adapters import require
 require("llama_index.core", "llamaindex")
 
 from llama_index.core.retrievers import BaseRetriever  # noqa: E402
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
+from llama_index.core.schema import (  # noqa: E402
+    BaseNode,
+    NodeWithScore,
+    QueryBundle,
+    TextNode,
+)
 
 from hybridrag.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagClient  # noqa: E402
+from hybridrag.schemas.documents import WriteTask  # noqa: E402
 from hybridrag.schemas.search import SearchResult  # noqa: E402
+
+
+def to_wire_document(node: BaseNode) -> dict[str, Any]:
+    """A LlamaIndex document or node as the documents API's input (its text; title, url, date from metadata)."""
+    meta = dict(node.metadata or {})
+    out: dict[str, Any] = {
+        "id": node.node_id,
+        "text": node.get_content(),
+        "title": str(meta.pop("title", "") or ""),
+    }
+    for key in ("url", "date"):
+        if meta.get(key):
+            out[key] = str(meta.pop(key))
+    out["metadata"] = {k: v for k, v in meta.items() if isinstance(v, (str, int, float, bool)) or v is None}
+    return out
 
 
 def to_nodes(result: SearchResult) -> list[NodeWithScore]:
@@ -44,6 +65,13 @@ class HybridRagLlamaRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         with HybridRagClient(self._base_url, self._api_key, self._timeout) as client:
             return to_nodes(client.search(query_bundle.query_str, **self._options))
+
+    def insert(self, documents: list[BaseNode], wait: bool = True, timeout: float = 300.0) -> WriteTask:
+        """Add LlamaIndex documents to the collection this retriever searches (needs the write key as
+        `api_key`), as an index's `insert` does; with `wait`, returns the finished task."""
+        with HybridRagClient(self._base_url, self._api_key, self._timeout) as client:
+            task = client.add_documents([to_wire_document(d) for d in documents])
+            return client.wait(task, timeout) if wait else task
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         async with AsyncHybridRagClient(self._base_url, self._api_key, self._timeout) as client:
