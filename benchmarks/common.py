@@ -44,6 +44,39 @@ def load_beir(path: Path, split: str) -> BeirDataset:
     return BeirDataset(path.name, path / "corpus.jsonl", queries, {q: qrels[q] for q in queries})
 
 
+def recased(dataset_dir: Path, casing: str, cache: Path | None = None) -> Path:
+    """A copy of a BEIR-layout dataset with its corpus (titles and texts) and queries lower- or upper-cased
+    (the qrels as they are), made once under the cache: text without normal capitalisation (OCR output,
+    lower-cased research sets, chat logs), for measuring what depends on letter case."""
+    from hybridrag.benchmarks.entities import CASINGS
+
+    change = CASINGS[casing]
+    target = (cache or CACHE) / "recased" / f"{dataset_dir.name}-{casing}"
+    stamp = target / "source.json"
+    source = {"corpus": fingerprint(dataset_dir / "corpus.jsonl"), "casing": casing}
+    if stamp.is_file() and json.loads(stamp.read_text("utf-8")) == source:
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    for name, fields in (("corpus.jsonl", ("title", "text")), ("queries.jsonl", ("text",))):
+        with (
+            (dataset_dir / name).open(encoding="utf-8") as src,
+            (target / name).open("w", encoding="utf-8") as out,
+        ):
+            for line in src:
+                if line.strip():
+                    record = json.loads(line)
+                    for key in fields:
+                        if isinstance(record.get(key), str):
+                            record[key] = change(record[key])
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    qrels = target / "qrels"
+    if qrels.is_symlink():
+        qrels.unlink()
+    qrels.symlink_to((dataset_dir / "qrels").resolve(), target_is_directory=True)
+    stamp.write_text(json.dumps(source), "utf-8")
+    return target
+
+
 def fingerprint(path: Path) -> dict[str, Any]:
     """Identify a corpus by content: copies of the same data (new mtimes, other paths) reuse one index."""
     digest = hashlib.sha256()

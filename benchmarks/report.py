@@ -24,6 +24,10 @@ Reproduce:
 hybridrag bench quality --dataset ../shared/data/scifact --split train [--embedding-model minilm]
 hybridrag bench quality --dataset ../shared/data/hotpotqa100 --split dev
 hybridrag bench quality --dataset ../shared/data/jaquad_ja --split dev
+hybridrag bench quality --dataset ../shared/data/hotpotqa100 --split dev --casing lower,upper   # corpus and queries recased
+hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll                  # + lower/upper copies
+hybridrag bench entities --dataset ../shared/data/ner/ja-stockmark-dev.jsonl --casings original --limit 2000
+hybridrag bench documents --dataset ../shared/data/scifact --split train                       # writes through the API
 hybridrag bench quality --dataset ../shared/data/scifact --split train --strategies semantic,hybrid --no-baseline --build-encoders onnx --out benchmarks/results/build-encoder/quality-scifact-e5-multilingual.json  # an index built by the int8 export beside the torch-built one
 hybridrag bench build ../shared/data/scifact/corpus.jsonl --embedding-model none
 hybridrag bench latency --dataset ../shared/data/scifact --split train   # + a synthetic 100k-chunk corpus
@@ -76,6 +80,8 @@ def compact_summary(model: str = DEFAULT_MODEL) -> str:
     rows = []
     for path in sorted(RESULTS.glob(f"quality-*-{model}.json")):
         report = json.loads(path.read_text("utf-8"))
+        if report["dataset"].endswith(("-lower", "-upper")):
+            continue  # the recased copies are in benchmarks/README.md
         cells = []
         for system in README_SYSTEMS:
             m = report["results"].get(system, {}).get("metrics")

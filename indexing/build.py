@@ -259,6 +259,11 @@ class IndexBuilder:
         self._passages = passages
         self._tasks: list[str] = []
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The passage embedder, once loaded (a caller making many versions can hand it to the next builder)."""
+        return self._embedder
+
     def _get_embedder(self) -> Embedder | None:
         if self.config.embedding_model is None:
             return None

@@ -73,6 +73,55 @@ def client(sample_index: Path, embedder, tiny_cross_encoder: Path) -> Iterator: 
         yield test_client
 
 
+def venv_with(extra: str, folder: Path, timeout: float = 1200) -> Path:
+    """A fresh virtual environment in `folder` with `pip install '<this repository>[extra]'` (the project
+    as a wheel) and nothing else; returns its folder."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{root}[{extra}]"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return venv
+
+
+def serve_process(command: list[str], env: dict[str, str], timeout: float = 300) -> tuple[Any, str, float]:
+    """`command` (a `hybridrag serve` without --port) on a free loopback port, in its own session (stop it
+    with os.killpg); returns the process, its URL, and the seconds it took to answer /readyz with 200."""
+    import subprocess
+
+    import httpx
+
+    port = free_port()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [*command, "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return proc, url, time.perf_counter() - started
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None:
+            raise AssertionError(f"the service exited with {proc.returncode}")
+        time.sleep(0.2)
+    raise AssertionError("the service never became ready")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

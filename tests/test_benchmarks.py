@@ -303,3 +303,71 @@ def test_profile_benchmark_splits_a_search_into_stages(sample_index: Path) -> No
     parts = sum(row["p50ms"][s] for s in ("classify", "embed", "semantic", "graph", "fusion+cut", "response"))
     assert row["p50ms"]["total"] <= parts * 1.5 + 5  # the stages account for the whole
     assert "| sample (" in to_markdown(report)
+
+
+def test_bench_entities_scores_conll_and_jsonl(tmp_path: Path) -> None:
+    """F1 from the gold spans of both formats, per casing: the rules find the capitalised names of the
+    English sentence (and type 'Marie Curie' a person) and nothing once it is lower-cased."""
+    from typer.testing import CliRunner
+
+    from hybridrag.benchmarks.entities import read_conll, read_jsonl
+    from hybridrag.cli.bench import app
+
+    conll = tmp_path / "en.conll"
+    rows = [
+        ("Yesterday", "O"),
+        ("Marie", "B-PER"),
+        ("Curie", "I-PER"),
+        ("visited", "O"),
+        ("Warsaw", "B-LOC"),
+        (".", "O"),
+    ]
+    conll.write_text("\n".join(f"{i}\t{t}\t{tag}" for i, (t, tag) in enumerate(rows)) + "\n\n", "utf-8")
+    sentence = read_conll(conll)[0]
+    assert sentence.text == "Yesterday Marie Curie visited Warsaw ."
+    assert sentence.spans == ((10, 21, "person"), (30, 36, "place"))
+    jsonl = tmp_path / "ja.jsonl"
+    record = {
+        "text": "湯川秀樹は京都大学の教授だった。",
+        "entities": [
+            {"name": "湯川秀樹", "span": [0, 4], "type": "人名"},
+            {"name": "京都大学", "span": [5, 9], "type": "その他の組織名"},
+        ],
+    }
+    jsonl.write_text(json.dumps(record, ensure_ascii=False) + "\n", "utf-8")
+    assert read_jsonl(jsonl)[0].spans == ((0, 4, "person"), (5, 9, "organization"))
+    out = tmp_path / "entities.json"
+    result = CliRunner().invoke(app, ["bench", "entities", "--dataset", str(conll), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text("utf-8"))["results"]
+    assert report["original"]["untyped"]["recall"] == 1.0
+    assert report["original"]["perType"]["person"]["f1"] == 1.0
+    assert report["lower"]["untyped"]["f1"] == 0.0 and report["lower"]["sentences"] == 1
+    assert "| upper |" in out.with_suffix(".md").read_text("utf-8")
+    result = CliRunner().invoke(
+        app, ["bench", "entities", "--dataset", str(jsonl), "--casings", "original", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text("utf-8"))["results"]["original"]["perType"]["person"]["f1"] == 1.0
+
+
+def test_recased_copies_of_a_dataset(tmp_path: Path) -> None:
+    """`bench quality --casing`: the corpus and queries lower- or upper-cased, the judgements unchanged; the
+    keyword retriever (case-folded) finds the same documents there, the capitalisation rules no entity."""
+    from hybridrag.benchmarks.common import load_beir, recased
+
+    dataset = _tiny_beir(tmp_path / "tiny")
+    lower = recased(dataset, "lower", tmp_path / "cache")
+    upper = recased(dataset, "upper", tmp_path / "cache")
+    assert recased(dataset, "lower", tmp_path / "cache") == lower  # made once
+    original, low = load_beir(dataset, "test"), load_beir(lower, "test")
+    assert low.qrels == original.qrels and low.name == "tiny-lower"
+    assert all(q == original.queries[i].lower() for i, q in low.queries.items())
+    rows = [json.loads(line) for line in (dataset / "corpus.jsonl").read_text("utf-8").splitlines() if line]
+    shouted = [json.loads(line) for line in (upper / "corpus.jsonl").read_text("utf-8").splitlines() if line]
+    assert [(r["_id"], r["text"].upper()) for r in rows] == [(r["_id"], r["text"]) for r in shouted]
+    report = run_quality(
+        lower, "test", ["keyword", "graph"], embedding_model="none", cache=tmp_path / "cache"
+    )
+    assert report["dataset"] == "tiny-lower"
+    assert report["results"]["keyword"]["metrics"]["recall@5"] == pytest.approx(1.0)

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import _start_server, free_port
+from conftest import _start_server, serve_process
 
 READ, WRITE = "read-key", "write-key"
 LAMARR = {
@@ -219,24 +219,8 @@ def test_kill_9_mid_batch_loses_no_task(tmp_path: Path, sample_index: Path) -> N
     hybridrag = str(Path(sys.executable).parent / "hybridrag")
 
     def start() -> tuple[subprocess.Popen[bytes], str]:
-        port = free_port()
-        proc = subprocess.Popen(
-            [hybridrag, "serve", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    return proc, url
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("the service did not start")
+        proc, url, _seconds = serve_process([hybridrag, "serve"], env, timeout=180)
+        return proc, url
 
     proc, url = start()
     task_ids = []
@@ -341,3 +325,53 @@ def test_agents_add_what_they_find(writable: str) -> None:
 
     has_tool, text, found = asyncio.run(via_mcp())
     assert has_tool and text.startswith("added: document pangolin") and found
+
+
+def test_the_async_client_adds_lists_and_deletes(writable: str) -> None:
+    import asyncio
+
+    from hybridrag.client import AsyncHybridRagClient, HybridRagValidationError
+
+    async def run() -> None:
+        async with AsyncHybridRagClient(writable, api_key=WRITE, language="en") as rag:
+            task = await rag.wait(await rag.add_documents([{**CORMORANT, "id": "ukai"}]))
+            assert task.status == "succeeded" and task.documents[0].status == "added"
+            listed = await rag.list_documents(limit=1000)
+            assert "ukai" in [d.id for d in listed.documents]
+            gone = await rag.wait(await rag.delete_document("ukai"))
+            assert gone.documents[0].status == "deleted"
+            try:
+                await rag.add_documents([{"text": "x", "date": "yesterday"}])
+            except HybridRagValidationError as exc:  # found by the client, before sending
+                assert exc.source == "client" and exc.errors[0]["path"] == "documents[0].date"
+            else:
+                raise AssertionError("an invalid date was sent")
+
+    asyncio.run(run())
+
+
+def test_finished_tasks_are_forgotten_after_their_time(tmp_path: Path) -> None:
+    from hybridrag.pipeline.documents import TaskStore
+    from hybridrag.schemas.documents import WriteTask
+
+    store = TaskStore(tmp_path / "tasks")
+    old = WriteTask(
+        task_id="a" * 32,
+        kind="add",
+        status="succeeded",
+        created_at="2020-01-01T00:00:00+00:00",
+        finished_at="2020-01-01T00:00:01+00:00",
+    )
+    queued = WriteTask(task_id="b" * 32, kind="add", status="queued", created_at="2020-01-01T00:00:00+00:00")
+    fresh = WriteTask(
+        task_id="c" * 32,
+        kind="add",
+        status="failed",
+        created_at="2020-01-01T00:00:00+00:00",
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+    )
+    for task in (old, queued, fresh):
+        store.save(task, {"delete": ["x"]})
+    assert store.prune(3600) == 1
+    assert store.get(old.task_id) is None and store.get(queued.task_id) and store.get(fresh.task_id)
+    assert not store.payload_dir(old.task_id).exists()

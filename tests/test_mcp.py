@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import _start_server, free_port
+from conftest import _start_server, free_port, venv_with
 
 pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters
@@ -152,15 +152,7 @@ def test_the_mcp_command_is_routed_without_the_server_stack() -> None:
 
 @pytest.mark.slow
 def test_the_mcp_extra_installs_without_torch_or_the_server_stack(tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{ROOT}[mcp]"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    venv = venv_with("mcp", tmp_path)
     heavy = (
         "torch",
         "numpy",

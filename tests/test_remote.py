@@ -406,3 +406,24 @@ def test_workers_write_the_vector_table_straight_to_the_bucket(
     rel = data_files[0]
     with pytest.raises(DamagedVersion, match="does not match"):
         remote.fetch_tree(version, "vectors", tmp_path / "refetch", {rel: {"size": 1, "sha256": "0" * 64}})
+
+
+def test_the_documents_writer_publishes_to_the_bucket(bucket_url: str, tmp_path: Path, embedder: Any) -> None:
+    """A replica following a bucket takes writes through the documents API: each batch is a version built on
+    the mirror and uploaded (current moved last), and the replica serves it."""
+    from hybridrag.http.app import document_writer
+    from hybridrag.schemas.documents import DocumentIn
+
+    _build(bucket_url, tmp_path / "builder-cache", embedder)
+    engine, app = _replica(bucket_url, tmp_path / "cache", embedder)
+    with TestClient(app) as client:
+        writer = document_writer(engine.settings, engine)
+        task = writer.submit_documents([DocumentIn(id="kintaikyo", title="Kintaikyo Bridge", text=EXTRA_DOC)])
+        assert writer.run_once() == 1
+        done = writer.store.get(task.task_id)
+        assert done is not None and done.status == "succeeded" and done.documents[0].status == "added"
+        assert RemoteIndex.open(bucket_url).current() == done.index_version
+        assert engine.index.version_name == done.index_version
+        assert _top_title(client, "wooden arch bridge over the Nishiki River") == "Kintaikyo Bridge"
+    # The tasks live beside the mirror, not in it: a sync of the mirror never touches them.
+    assert writer.store.folder.parent.name == "tasks" and not (engine.settings.index_dir / ".tasks").exists()

@@ -13,15 +13,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import SAMPLE, free_port
+from conftest import SAMPLE, serve_process, venv_with
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = Path(os.environ.get("HYBRIDRAG_MODELS_DIR", Path.home() / ".cache" / "hybridrag" / "models"))
@@ -42,16 +40,7 @@ def _site_packages_mb(venv: Path) -> float:
 @pytest.fixture(scope="module")
 def torch_free(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment with `pip install '.[server-onnx]'` (the project as a wheel) and nothing else."""
-    venv = tmp_path_factory.mktemp("torch-free") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{ROOT}[server-onnx]"],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return venv
+    return venv_with("server-onnx", tmp_path_factory.mktemp("torch-free"))
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -84,26 +73,9 @@ def onnx_index(torch_free: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 def _serve(venv: Path, index: Path) -> tuple[subprocess.Popen[bytes], str, float]:
-    port = free_port()
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [str(venv / "bin" / "hybridrag"), "serve", "--index-dir", str(index), "--port", str(port)],
-        env=_env(HYBRIDRAG_RELOAD_INTERVAL_S="0"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return proc, url, time.perf_counter() - started
-        except httpx.TransportError:
-            pass
-        assert proc.poll() is None, "the service exited"
-        time.sleep(0.2)
-    raise AssertionError("the service never became ready")
+    command = [str(venv / "bin" / "hybridrag"), "serve", "--index-dir", str(index)]
+    proc, url, seconds = serve_process(command, _env(HYBRIDRAG_RELOAD_INTERVAL_S="0"))
+    return proc, url, seconds
 
 
 def _rss_mb(pid: int) -> float:

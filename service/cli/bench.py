@@ -78,6 +78,13 @@ def bench_quality(
     ] = "keyword,semantic,graph,hybrid,hybrid@rrf,keyword+semantic",
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     chunk_size: Annotated[int, typer.Option(min=50)] = 800,
+    casing: Annotated[
+        str,
+        typer.Option(
+            help="Run on a copy with corpus and queries lower- or upper-cased (lower, upper; comma-separated "
+            "for several reports), to see what depends on letter case; original: as written"
+        ),
+    ] = "original",
     max_queries: Annotated[int | None, typer.Option(min=1, help="Only the first N queries (by id)")] = None,
     baseline: Annotated[
         bool, typer.Option("--baseline/--no-baseline", help="Run the bm25s reference")
@@ -123,23 +130,31 @@ def bench_quality(
     ]
     if bad or not names:
         raise typer.BadParameter(f"unknown strategy {bad}", param_hint="--strategies")
-    report = run_quality(
-        dataset,
-        split,
-        names,
-        embedding_model,
-        chunk_size,
-        max_queries,
-        baseline=baseline,
-        rerank_model=rerank_model,
-        encoders=[e.strip() for e in encoders.split(",") if e.strip()],
-        build_encoders=[e.strip() for e in build_encoders.split(",") if e.strip()],
-    )
-    markdown = to_markdown(report)
-    target = out or RESULTS / f"quality-{dataset.name}-{embedding_model.replace('/', '_')}.json"
-    write_results(target, report, markdown)
-    typer.echo(markdown)
-    typer.echo(f"written: {target} and {target.with_suffix('.md')}", err=True)
+    casings = [c.strip() for c in casing.split(",") if c.strip()]
+    if not casings or any(c not in ("original", "lower", "upper") for c in casings):
+        raise typer.BadParameter("use original, lower or upper", param_hint="--casing")
+    from hybridrag.benchmarks.common import recased
+
+    for one in casings:
+        source = dataset if one == "original" else recased(dataset, one)
+        report = run_quality(
+            source,
+            split,
+            names,
+            embedding_model,
+            chunk_size,
+            max_queries,
+            baseline=baseline,
+            rerank_model=rerank_model,
+            encoders=[e.strip() for e in encoders.split(",") if e.strip()],
+            build_encoders=[e.strip() for e in build_encoders.split(",") if e.strip()],
+        )
+        markdown = to_markdown(report)
+        target = out if out is not None and len(casings) == 1 else None
+        target = target or RESULTS / f"quality-{source.name}-{embedding_model.replace('/', '_')}.json"
+        write_results(target, report, markdown)
+        typer.echo(markdown)
+        typer.echo(f"written: {target} and {target.with_suffix('.md')}", err=True)
 
 
 @bench_app.command("latency")
@@ -330,6 +345,36 @@ def bench_documents(
     report = run_documents(dataset, split, embedding_model, searches=searches)
     markdown = to_markdown(report)
     target = out or RESULTS / f"documents-{dataset.name}-{embedding_model.replace('/', '_')}.json"
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+
+
+@bench_app.command("entities")
+def bench_entities(
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="A CoNLL (BIO) file or a JSON-lines file of typed spans")
+    ],
+    casings: Annotated[
+        str, typer.Option(help="Comma-separated copies of the text: original, lower, upper")
+    ] = "original,lower,upper",
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N sentences")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
+    ] = None,
+) -> None:
+    """Untyped and typed F1 of the index's entity extraction, overall and per type, per casing."""
+    from hybridrag.benchmarks.common import RESULTS, write_results
+    from hybridrag.benchmarks.entities import CASINGS, run_entities, to_markdown
+
+    if not dataset.is_file():
+        raise typer.BadParameter(f"{dataset} is not a file", param_hint="--dataset")
+    names = [c.strip() for c in casings.split(",") if c.strip()]
+    bad = [c for c in names if c not in CASINGS]
+    if bad or not names:
+        raise typer.BadParameter(f"use {', '.join(CASINGS)}", param_hint="--casings")
+    report = run_entities(dataset, names, limit)
+    markdown = to_markdown(report)
+    target = out or RESULTS / f"entities-{dataset.stem}.json"
     write_results(target, report, markdown)
     typer.echo(markdown)
 

@@ -112,6 +112,7 @@ def document_writer(settings: Settings, engine: SearchEngine) -> DocumentWriter:
     kwargs: dict[str, Any] = {
         "batch_max": settings.documents_batch_max,
         "batch_wait_s": settings.documents_batch_wait_s,
+        "keep_tasks_s": settings.documents_keep_tasks_s,
         "published": published,
     }
     if settings.index_url is not None:

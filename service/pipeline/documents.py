@@ -116,6 +116,18 @@ class TaskStore:
     def drop_payload(self, task_id: str) -> None:
         shutil.rmtree(self.payload_dir(task_id), ignore_errors=True)
 
+    def prune(self, keep_s: float) -> int:
+        """Forget finished tasks that finished more than `keep_s` seconds ago; returns how many."""
+        cutoff = datetime.now(UTC).timestamp() - keep_s
+        removed = 0
+        for task in self.all():
+            finished = task.finished_at if task.status in ("succeeded", "failed") else None
+            if finished and datetime.fromisoformat(finished).timestamp() < cutoff:
+                self._record(task.task_id).unlink(missing_ok=True)
+                self.drop_payload(task.task_id)
+                removed += 1
+        return removed
+
     # A queued task also has a marker file, named so that names sort in queue order: listing the markers is
     # cheap however many finished tasks are kept, and every worker process sees the same queue.
     def enqueue(self, task: WriteTask) -> None:
@@ -154,16 +166,20 @@ class DocumentWriter:
         workspace: Callable[[], contextlib.AbstractContextManager[Path]] | None = None,
         published: Callable[[], Any] | None = None,
         tasks_dir: Path | None = None,
+        keep_tasks_s: float = 7 * 86400,
     ) -> None:
         self.index_dir = index_dir
         self.store = TaskStore(tasks_dir or index_dir / TASKS_DIR)
         self.batch_max = batch_max
         self.batch_wait_s = batch_wait_s
+        self.keep_tasks_s = keep_tasks_s
         self._workspace = workspace or self._local
         self._published = published
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # The passage model, loaded by the first batch and kept (a model load per batch would dominate it).
+        self._embedders: dict[tuple[str, str], Any] = {}
 
     @contextlib.contextmanager
     def _local(self) -> Iterator[Path]:
@@ -276,7 +292,12 @@ class DocumentWriter:
             self._write_loop()
 
     def _write_loop(self) -> None:
+        pruned_at = 0.0
         while not self._stop.is_set():
+            if time.monotonic() - pruned_at > 600:  # finished tasks are kept for a while, then forgotten
+                pruned_at = time.monotonic()
+                with contextlib.suppress(OSError, ValueError):
+                    self.store.prune(self.keep_tasks_s)
             if not self.store.queued_ids():
                 with self._wake:
                     self._wake.wait(timeout=0.5)
@@ -366,12 +387,15 @@ class DocumentWriter:
             self.store.save(task)  # outcomes known, still `running`: kept across a crash
         version = base.version
         if adds or deletes:
-            builder = IndexBuilder(folder, config)
+            key = (str(config.embedding_model), config.encoder)
+            builder = IndexBuilder(folder, config, embedder=self._embedders.get(key))
             try:
                 summary = builder.apply(list(adds.values()), sorted(deletes), [t.task_id for t in batch])
                 version = summary.version
             except NothingToIndex:
                 pass
+            if builder.embedder is not None:
+                self._embedders[key] = builder.embedder
         for task in batch:
             task.status, task.finished_at, task.index_version = "succeeded", _now(), version
             self.store.save(task)

@@ -80,6 +80,9 @@ class Settings(BaseSettings):
         50_000_000, ge=1_024, description="Largest body of a documents request (JSON or multipart)."
     )
     documents_max_per_request: int = Field(1000, ge=1, description="Most documents or files in one request.")
+    documents_keep_tasks_s: float = Field(
+        7 * 86400, ge=60, description="How long a finished write task can still be read (GET /v1/tasks/{id})."
+    )
     documents_max_file_bytes: int = Field(
         20_000_000, ge=1_024, description="Largest uploaded file; a larger one is refused in its task."
     )

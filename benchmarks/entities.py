@@ -1,0 +1,201 @@
+"""Entity detection and typing measured on named-entity files: untyped and typed F1, overall and per type, on
+a file's text as written and on lower- and upper-cased copies, with throughput.
+
+Formats (as in `../shared/data/ner/`): CoNLL with BIO tags (`index<TAB>token<TAB>tag`, a blank line between
+sentences; the sentence text is the tokens joined by single spaces), and JSON lines with `text` and
+`entities` (`name`, `span` as character offsets, `type`). Types are mapped to the index's four (person,
+organization, place, other). A mention counts as found when its surface, after the index's own name
+normalisation, and (for typed F1) its type match a gold mention of the same sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hybridrag.benchmarks.common import machine, markdown_table, now
+
+TYPE_MAP = {
+    "PER": "person",
+    "ORG": "organization",
+    "LOC": "place",
+    "MISC": "other",
+    "人名": "person",
+    "法人名": "organization",
+    "政治的組織名": "organization",
+    "その他の組織名": "organization",
+    "地名": "place",
+    "施設名": "place",
+    "製品名": "other",
+    "イベント名": "other",
+}
+TYPES = ("person", "organization", "place", "other")
+CASINGS: dict[str, Callable[[str], str]] = {
+    "original": lambda text: text,
+    # Character by character, so offsets stay valid ("ß".upper() is two characters).
+    "lower": lambda text: "".join(c.lower() if len(c.lower()) == 1 else c for c in text),
+    "upper": lambda text: "".join(c.upper() if len(c.upper()) == 1 else c for c in text),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    text: str
+    spans: tuple[tuple[int, int, str], ...]  # (start, end, type) in the index's types
+
+
+def read_conll(path: Path) -> list[Sentence]:
+    sentences: list[Sentence] = []
+    tokens: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        if not tokens:
+            return
+        text, spans, offset = [], [], 0
+        open_span: list[Any] | None = None
+        for token, tag in tokens:
+            start = offset
+            text.append(token)
+            offset += len(token) + 1
+            prefix, _, label = tag.partition("-")
+            if prefix == "B" or (prefix == "I" and (open_span is None or open_span[2] != label)):
+                if open_span is not None:
+                    spans.append(tuple(open_span))
+                open_span = [start, start + len(token), label]
+            elif prefix == "I" and open_span is not None:
+                open_span[1] = start + len(token)
+            else:
+                if open_span is not None:
+                    spans.append(tuple(open_span))
+                open_span = None
+        if open_span is not None:
+            spans.append(tuple(open_span))
+        sentences.append(
+            Sentence(" ".join(text), tuple((s, e, TYPE_MAP.get(t, "other")) for s, e, t in spans))
+        )
+        tokens.clear()
+
+    for line in path.read_text("utf-8").splitlines():
+        if not line.strip():
+            flush()
+            continue
+        parts = line.split("\t")
+        tokens.append((parts[1], parts[2] if len(parts) > 2 else "O"))
+    flush()
+    return sentences
+
+
+def read_jsonl(path: Path) -> list[Sentence]:
+    out = []
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            spans = tuple(
+                (int(e["span"][0]), int(e["span"][1]), TYPE_MAP.get(e["type"], "other"))
+                for e in record.get("entities", [])
+            )
+            out.append(Sentence(record["text"], spans))
+    return out
+
+
+def read_dataset(path: Path) -> list[Sentence]:
+    return read_jsonl(path) if path.suffix == ".jsonl" else read_conll(path)
+
+
+@dataclass(slots=True)
+class Counts:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    def add(self, predicted: set[Any], gold: set[Any]) -> None:
+        self.tp += len(predicted & gold)
+        self.fp += len(predicted - gold)
+        self.fn += len(gold - predicted)
+
+    def scores(self) -> dict[str, float]:
+        p = self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
+        r = self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4)}
+
+
+def score(
+    sentences: Sequence[Sentence],
+    extract: Callable[[str], Iterable[tuple[str, str]]],
+    normalize: Callable[[str], str],
+) -> dict[str, Any]:
+    """F1 of `extract` (text -> (surface, type) pairs) against the gold spans, per sentence."""
+    untyped, typed = Counts(), Counts()
+    per_type = {t: Counts() for t in TYPES}
+    t0 = time.perf_counter()
+    for sentence in sentences:
+        predicted = {(normalize(surface), kind) for surface, kind in extract(sentence.text)}
+        gold = {(normalize(sentence.text[s:e]), kind) for s, e, kind in sentence.spans}
+        untyped.add({n for n, _ in predicted}, {n for n, _ in gold})
+        typed.add(predicted, gold)
+        for t in TYPES:
+            per_type[t].add({p for p in predicted if p[1] == t}, {g for g in gold if g[1] == t})
+    seconds = time.perf_counter() - t0
+    return {
+        "sentences": len(sentences),
+        "untyped": untyped.scores(),
+        "typed": typed.scores(),
+        "perType": {t: c.scores() for t, c in per_type.items()},
+        "goldMentions": dict(Counter(kind for s in sentences for *_span, kind in s.spans)),
+        "sentencesPerSecond": round(len(sentences) / seconds, 1) if seconds > 0 else None,
+    }
+
+
+def run_entities(
+    dataset: Path, casings: Sequence[str] = ("original",), limit: int | None = None
+) -> dict[str, Any]:
+    """The index's entity extractor on `dataset` (each casing a copy of the text)."""
+    from hybridrag.indexing.analyzers import Analyzer
+    from hybridrag.indexing.entities import EntityExtractor, normalize_name
+
+    sentences = read_dataset(dataset)[:limit]
+    extractor = EntityExtractor(Analyzer())
+
+    def extract(text: str) -> list[tuple[str, str]]:
+        return [(m.surface, m.type) for m in extractor.extract(text)]
+
+    results = {}
+    for casing in casings:
+        change = CASINGS[casing]
+        copies = [Sentence(change(s.text), s.spans) for s in sentences]
+        results[casing] = score(copies, extract, normalize_name)
+    return {
+        "benchmark": "entities",
+        "dataset": dataset.name,
+        "date": now(),
+        "machine": machine(),
+        "extractor": "rules (capitalisation, Sudachi part of speech)",
+        "results": results,
+    }
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    rows = []
+    for casing, r in report["results"].items():
+        per = r["perType"]
+        rows.append(
+            [
+                casing,
+                r["sentences"],
+                r["untyped"]["f1"],
+                r["typed"]["f1"],
+                *(per[t]["f1"] for t in TYPES),
+                r["sentencesPerSecond"],
+            ]
+        )
+    headers = ["casing", "sentences", "untyped F1", "typed F1", *(f"{t} F1" for t in TYPES), "sentences/s"]
+    return (
+        f"### Entities — {report['dataset']}, {report['extractor']}, {report['date'][:10]}, "
+        f"{report['machine']['cores']} cores\n\n" + markdown_table(headers, rows)
+    )
