@@ -331,7 +331,15 @@ class DocumentWriter:
             self.store.dequeue(task.task_id)
         try:
             with self._workspace() as folder:
-                self._apply(folder, batch)
+                version = self._apply(folder, batch)
+            # Published (and uploaded, for a bucket). The engine serves it before any task says succeeded,
+            # so a caller that waited for its task finds its documents in the very next search.
+            if self._published is not None:
+                with contextlib.suppress(Exception):
+                    self._published()
+            for task in batch:
+                task.status, task.finished_at, task.index_version = "succeeded", _now(), version
+                self.store.save(task)
         except Exception as exc:
             log.exception("write batch of %d task(s) failed", len(batch))
             for task in batch:
@@ -342,12 +350,11 @@ class DocumentWriter:
         for task in batch:
             if task.status in ("succeeded", "failed"):
                 self.store.drop_payload(task.task_id)
-        if self._published is not None:
-            with contextlib.suppress(Exception):
-                self._published()
         return len(batch)
 
-    def _apply(self, folder: Path, batch: list[WriteTask]) -> None:
+    def _apply(self, folder: Path, batch: list[WriteTask]) -> str:
+        """Work out each task's outcomes and publish them as one version in `folder`; returns the version
+        that holds the batch (the current one when nothing had to be written)."""
         base = store.current_version(folder)
         config = BuildConfig.from_manifest(base.manifest)
         existing = {
@@ -396,9 +403,7 @@ class DocumentWriter:
                 pass
             if builder.embedder is not None:
                 self._embedders[key] = builder.embedder
-        for task in batch:
-            task.status, task.finished_at, task.index_version = "succeeded", _now(), version
-            self.store.save(task)
+        return version
 
     def _resolve(self, task: WriteTask) -> PendingWrite:
         """The documents a task adds (extracted from its files, when it has files) and the ids it deletes;
