@@ -64,6 +64,7 @@ def run_documents(
     sizes: Sequence[int] = (1, 10, 100),
     documents_per_size: Sequence[int] = (10, 50, 200),
     searches: int = 100,
+    search_seconds: float = 30.0,
 ) -> dict[str, Any]:
     from hybridrag.indexing.build import BuildConfig, IndexBuilder
 
@@ -104,7 +105,8 @@ def run_documents(
                             "failed": sum(t["status"] != "succeeded" for t in tasks),
                         }
                     )
-                alone = drive(service.url, queries, clients=1, requests=len(queries))
+                # One client searching for `search_seconds`: alone, then while writes stream in.
+                alone = drive(service.url, queries, clients=1, duration_s=search_seconds)
                 # The same searches while writes stream in: batches of 10 abstracts, one after another.
                 stop = threading.Event()
                 written: list[str] = []
@@ -114,6 +116,8 @@ def run_documents(
                     while not stop.is_set():
                         docs = _abstracts(data.corpus, 10, offset)
                         offset += 10
+                        if not docs:  # the corpus is used up
+                            return
                         answer = http.post("/v1/documents", json={"documents": docs})
                         written.append(answer.json()["taskId"])
                         _wait_all(http, written[-1:])
@@ -121,7 +125,7 @@ def run_documents(
                 thread = threading.Thread(target=writer, daemon=True)
                 thread.start()
                 time.sleep(1.0)
-                during = drive(service.url, queries, clients=1, requests=len(queries))
+                during = drive(service.url, queries, clients=1, duration_s=search_seconds)
                 stop.set()
                 thread.join(timeout=600)
         return {
@@ -129,15 +133,21 @@ def run_documents(
             "dataset": data.name,
             "date": now(),
             "machine": machine(),
-            "config": {"embeddingModel": embedding_model, "searches": len(queries)},
+            "config": {
+                "embeddingModel": embedding_model,
+                "queries": len(queries),
+                "searchSeconds": search_seconds,
+            },
             "writes": rows,
             "search": {
                 "alone": {
+                    "searches": alone.requests,
                     "p50ms": round(percentile(alone.latencies_ms, 50), 1),
                     "p95ms": round(percentile(alone.latencies_ms, 95), 1),
                     "failed": alone.failed,
                 },
                 "duringWrites": {
+                    "searches": during.requests,
                     "p50ms": round(percentile(during.latencies_ms, 50), 1),
                     "p95ms": round(percentile(during.latencies_ms, 95), 1),
                     "failed": during.failed,
@@ -179,7 +189,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"### Documents API — {report['dataset']} abstracts, {report['config']['embeddingModel']}, "
         f"{report['date'][:10]}, {report['machine']['cores']} cores\n\n"
         + table
-        + f"\nSearch (1 client, {report['config']['searches']} queries, hybrid, limit 10): alone p50 "
+        + f"\nSearch (1 client, {report['config']['searchSeconds']} s each, hybrid, limit 10): alone p50 "
         f"{search['alone']['p50ms']} ms / p95 {search['alone']['p95ms']} ms; while writes run (batches of 10, "
         f"{search['duringWrites']['writeTasks']} tasks) p50 {search['duringWrites']['p50ms']} ms / p95 "
         f"{search['duringWrites']['p95ms']} ms; failed searches {search['alone']['failed']} / "

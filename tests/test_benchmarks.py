@@ -371,3 +371,17 @@ def test_recased_copies_of_a_dataset(tmp_path: Path) -> None:
     )
     assert report["dataset"] == "tiny-lower"
     assert report["results"]["keyword"]["metrics"]["recall@5"] == pytest.approx(1.0)
+
+
+@pytest.mark.slow
+def test_documents_benchmark_writes_through_the_api(tmp_path: Path) -> None:
+    from hybridrag.benchmarks.documents import run_documents, to_markdown
+
+    dataset = _tiny_beir(tmp_path / "tiny")
+    report = run_documents(
+        dataset, "test", "minilm", sizes=(1, 2), documents_per_size=(2, 2), searches=3, search_seconds=1.0
+    )
+    assert [w["documents"] for w in report["writes"]] == [2, 2]
+    assert all(w["failed"] == 0 and w["added"] == 2 and w["documentsPerSecond"] > 0 for w in report["writes"])
+    assert report["search"]["alone"]["searches"] > 0 and report["search"]["alone"]["failed"] == 0
+    assert "| 2 | 2 | 1 |" in to_markdown(report)
