@@ -4,7 +4,11 @@
   from the dictionary (人名 person, 地名 place, 組織 organization) or from an organisation suffix (大学, 銀行…).
 * English: capitalised word sequences (with "of"/"de"/"von" inside) and acronyms, typed by rules: an
   organisation suffix or "University of", a personal title, a preceding "in/at/from" for places, and
-  two or three capitalised words otherwise read as a person's name.
+  two or three capitalised words otherwise read as a person's name. Only where letter case says something
+  (`casing_informative`): an all-capitals or all-lower-case sentence yields no rule-based names, and a
+  short title in such a casing is one name as a whole. The graph build then finds every document title's
+  name in the text whatever its case (`graph.link_title_names`), so the graph works on `text like this`
+  and `TEXT LIKE THIS` as on `Text Like This`.
 
 Surface forms are normalised (NFKC, case, possessive 's, whitespace) so that variants merge.
 """
@@ -69,6 +73,26 @@ class Mention:
     sentence_end: int
 
 
+TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a headline, not a name
+
+
+def casing_informative(text: str) -> bool:
+    """Whether letter case can tell names apart in `text`: it has both upper- and lower-case letters.
+
+    All-capitals (OCR, telegrams, old reports) and all-lower-case text (chat, notes, preprocessed datasets)
+    do not; capitalisation rules there find either nothing or whole sentences.
+    """
+    has_upper = has_lower = False
+    for c in text:
+        if c.isupper():
+            has_upper = True
+        elif c.islower():
+            has_lower = True
+        if has_upper and has_lower:
+            return True
+    return False
+
+
 def normalize_name(name: str) -> str:
     name = unicodedata.normalize("NFKC", name).strip()
     name = re.sub(r"['’]s$", "", name)
@@ -86,8 +110,10 @@ class EntityExtractor:
             sentence = text[start:end]
             if has_japanese(sentence):
                 found = self._japanese(sentence)
-            else:
+            elif casing_informative(sentence):
                 found = self._english(unicodedata.normalize("NFKC", sentence))
+            else:
+                continue
             out.extend(Mention(normalize_name(s), s, t, start, end) for s, t in found)
         return _resolve_aliases(out)
 
@@ -104,7 +130,13 @@ class EntityExtractor:
             if not found and len(title) <= 20:
                 found = [(title.strip(), OTHER)]
         else:
-            found = self._english(unicodedata.normalize("NFKC", title), title_case=True)
+            text = unicodedata.normalize("NFKC", title).strip()
+            if casing_informative(text):
+                found = self._english(text, title_case=True)
+            elif len(text) >= 2 and len(text.split()) <= TITLE_NAME_MAX_WORDS:
+                found = [(text, OTHER)]  # no case to read names from: a short title names its subject
+            else:
+                found = []
         return [Mention(normalize_name(s), s, t, -1, -1) for s, t in found]
 
     def _english(self, sentence: str, title_case: bool = False) -> list[tuple[str, str]]:

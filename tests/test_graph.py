@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -478,9 +479,12 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
 
     docs = tmp_path / "lower"
     docs.mkdir()
-    for path in sorted(SAMPLE_CORPUS.glob("*.md")):
-        if not path.stem.endswith("-ja") and path.stem != "toyota-ja":
-            (docs / path.name).write_text(path.read_text("utf-8").lower(), "utf-8")
+    # Lower-cased text and no titles: neither capitalisation nor the corpus' titles name anything.
+    with (docs / "docs.jsonl").open("w", encoding="utf-8") as out:
+        for path in sorted(SAMPLE_CORPUS.glob("*.md")):
+            if not path.stem.endswith("-ja") and path.stem != "toyota-ja":
+                body = path.read_text("utf-8").split("---", 2)[2].lower()
+                out.write(json.dumps({"_id": path.stem, "title": "", "text": body}) + "\n")
     index_dir = tmp_path / "idx"
     IndexBuilder(index_dir, BuildConfig(embedding_model="minilm"), embedder=embedder).build(docs)
     assert store.current_version(index_dir).manifest["graph"]["entities"] == 0
@@ -492,4 +496,65 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
         both = {"rerankEnabled": False, "limit": 5}
         hybrid = _search(c, {"text": query, "options": both})
         assert hybrid["strategies"]["graph"]["resultCount"] == 0
-        assert "toyota" in hybrid["results"][0]["metadata"]["title"]
+        assert "toyota" in hybrid["results"][0]["content"]["text"]
+
+
+CASINGS: dict[str, Callable[[str], str]] = {"original": str, "lower": str.lower, "upper": str.upper}
+
+
+@pytest.mark.parametrize("casing", ["lower", "upper"])
+def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: str) -> None:
+    """A corpus without normal capitalisation links the same passages to the same title entities as the
+    original, and a full build and incremental add/delete agree."""
+    docs = [
+        {"_id": "tr", "title": "Trent Reznor", "text": "Michael Trent Reznor is an American musician."},
+        {"_id": "nin", "title": "Nine Inch Nails", "text": "Nine Inch Nails was founded by Trent Reznor."},
+        {
+            "_id": "nbk",
+            "title": "Natural Born Killers",
+            "text": "The soundtrack was produced by Trent Reznor. It was released by Nothing Records.",
+        },
+    ]
+
+    def entity_docs(index_dir: Path) -> dict[str, set[str]]:
+        """Entity name -> the documents of the chunks that mention it (chunk ids differ across casings)."""
+        from hybridrag.indexing.tables import CHUNKS, read_table
+
+        version = store.current_version(index_dir).path
+        doc_of = {r["chunk_id"]: r["doc_id"] for r in read_table(version / CHUNKS).to_pylist()}
+        graph, _ = GraphData.load(version / "graph")
+        return {e.name.lower(): {doc_of[c] for c in e.chunk_ids} for e in graph.entities}
+
+    def links(recase: Callable[[str], str], names: list[dict[str, str]], folder: str) -> dict[str, set[str]]:
+        corpus = tmp_path / folder
+        corpus.mkdir()
+        (corpus / "d.jsonl").write_text(
+            "".join(
+                json.dumps({k: recase(v) if k != "_id" else v for k, v in d.items()}) + "\n" for d in names
+            ),
+            "utf-8",
+        )
+        index_dir = tmp_path / f"idx-{folder}"
+        IndexBuilder(index_dir, BuildConfig(embedding_model=None)).build(corpus)
+        return entity_docs(index_dir)
+
+    original = links(str, docs, "original")
+    recased = links(CASINGS[casing], docs, casing)
+    for title in ("trent reznor", "nine inch nails"):
+        assert recased[title] == original[title], title
+    assert len(recased["trent reznor"]) == 3  # its page, the band's page and the soundtrack's
+    # Incremental: the soundtrack's page first, Trent Reznor's page later, then gone again.
+    corpus = tmp_path / f"inc-{casing}"
+    index_dir = tmp_path / f"idx-inc-{casing}"
+    builder = IndexBuilder(index_dir, BuildConfig(embedding_model=None))
+    for i, d in enumerate(docs[::-1]):
+        part = corpus / str(i)
+        part.mkdir(parents=True)
+        recase = CASINGS[casing]
+        (part / "d.jsonl").write_text(
+            json.dumps({k: recase(v) if k != "_id" else v for k, v in d.items()}) + "\n", "utf-8"
+        )
+        (builder.build if i == 0 else builder.add)(part)
+    assert entity_docs(index_dir) == recased
+    builder.delete(["tr"])
+    assert "trent reznor" not in entity_docs(index_dir)
