@@ -56,6 +56,7 @@ _ORG_SUFFIX_JA = (
 _CAP_SEQ = re.compile(
     r"\b(?:[A-Z][\w’'\-]*|[A-Z]{2,})(?:\.?\s+(?:(?:of|de|da|del|von|van|der|du|la|le)\s+)?(?:[A-Z][\w’'\-]*))*"
 )
+_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,6}s?\b")
 
 
@@ -130,14 +131,16 @@ class EntityExtractor:
             if not found and len(title) <= 20:
                 found = [(title.strip(), OTHER)]
         else:
-            text = unicodedata.normalize("NFKC", title).strip()
-            if casing_informative(text):
-                found = self._english(text, title_case=True)
-            elif len(text) >= 2 and len(text.split()) <= TITLE_NAME_MAX_WORDS:
-                found = [(text, OTHER)]  # no case to read names from: a short title names its subject
-            else:
-                found = []
+            found = self._english_title(unicodedata.normalize("NFKC", title).strip())
         return [Mention(normalize_name(s), s, t, -1, -1) for s, t in found]
+
+    def _english_title(self, text: str) -> list[tuple[str, str]]:
+        if casing_informative(text):
+            return self._english(text, title_case=True)
+        # No case to read names from: a short title names its subject, without a trailing disambiguation
+        # ("scott howell (political consultant)"), as capitalisation would read it.
+        text = _DISAMBIGUATION.sub("", text)
+        return [(text, OTHER)] if len(text) >= 2 and len(text.split()) <= TITLE_NAME_MAX_WORDS else []
 
     def _english(self, sentence: str, title_case: bool = False) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,17 @@ from typing import Any
 import numpy as np
 
 from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS
-from hybridrag.indexing.entities import TITLE_NAME_MAX_WORDS, Mention, normalize_name
-from hybridrag.indexing.text import content_hash, has_japanese, split_sentences
+from hybridrag.indexing.entities import OTHER, TITLE_NAME_MAX_WORDS, Mention
+from hybridrag.indexing.phrases import corpus_phrases, find_names
+from hybridrag.indexing.text import content_hash, has_japanese
 
 GRAPH_JSON = "graph.json"
 # 2: entities record the chunks whose title names them (passage nodes of retrieval weigh those edges); an
 # index with an older graph still serves, and `hybridrag index regraph` brings it up to date.
 # 3: mentions are also linked to the title entities whose names they contain (`link_title_spans`).
 # 4: document titles' names are found in the text whatever its letter case (`link_title_names`).
-GRAPH_FORMAT = 4
+# 5: so are the corpus' case-free phrases (`link_corpus_phrases`).
+GRAPH_FORMAT = 5
 TITLE_SPAN_MIN_WORDS = 2
 COMMUNITY_VECTORS = "community_vectors.npy"
 ENTITY_VECTORS = "entity_vectors.npy"
@@ -221,7 +222,6 @@ def link_title_spans(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
     return out
 
 
-_TEXT_WORDS = re.compile(r"[\w\-’'.]+")
 TITLE_NAME_MIN_CHARS = 3  # a one- or two-letter title ("X", "Go") would match too much text
 
 
@@ -233,10 +233,9 @@ def link_title_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
     with the titles' names after name normalisation, which folds case: "scott derrickson directed…" and
     "SCOTT DERRICKSON DIRECTED…" link to the document titled "Scott Derrickson" as the capitalised text
     does. Linear in the words of the corpus; depends only on the whole set of chunks, so an incremental
-    update links as a full build does. Japanese text keeps its morpheme-based names (no word boundaries
-    to match on without a second analysis).
+    update links as a full build does. Japanese text keeps its morpheme-based names.
     """
-    titles: dict[str, Mention] = {}
+    titles: dict[str, str] = {}
     for c in chunks:
         for m in c.mentions:
             if (
@@ -246,62 +245,29 @@ def link_title_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
                 and len(m.key.split()) <= TITLE_NAME_MAX_WORDS
                 and not has_japanese(m.key)
             ):
-                titles.setdefault(m.key, m)
-    if not titles:
+                titles.setdefault(m.key, m.type)
+    return _with_names(chunks, titles)
+
+
+def link_corpus_phrases(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
+    """Mentions of the corpus' case-free phrases (`phrases.corpus_phrases`), chunks counted as documents."""
+    found = corpus_phrases([(c.chunk_id, c.text) for c in chunks])
+    return _with_names(chunks, dict.fromkeys(found, OTHER))
+
+
+def _with_names(chunks: Sequence[ChunkMentions], names: dict[str, str]) -> list[ChunkMentions]:
+    if not names:
         return list(chunks)
-    longest = max(len(k.split()) for k in titles)
-    first_words = {k.split()[0] for k in titles}
     out = []
     for c in chunks:
-        have = {(m.key, m.sentence_start) for m in c.mentions}
-        named: dict[int, list[list[str]]] = defaultdict(list)  # sentence start -> names found there
-        for m in c.mentions:
-            if m.sentence_start >= 0:
-                named[m.sentence_start].append(m.key.split())
-        added: list[Mention] = []
-        for start, end in split_sentences(c.text):
-            sentence = c.text[start:end]
-            if has_japanese(sentence):
-                continue
-            words = [w.strip(".'’") for w in _TEXT_WORDS.findall(sentence)]
-            lowered = [normalize_name(w) for w in words]
-            inside = _inside_longer_names(lowered, named.get(start, []))
-            for i, first in enumerate(lowered):
-                if first not in first_words:
-                    continue
-                for j in range(min(len(words), i + longest), i, -1):
-                    key = normalize_name(" ".join(lowered[i:j]))
-                    if key in titles and (key, start) not in have and not inside(i, j):
-                        have.add((key, start))
-                        added.append(Mention(key, " ".join(words[i:j]), titles[key].type, start, end))
-                        break
+        added = find_names(c.text, c.mentions, names, inside_found=False)
         out.append(replace(c, mentions=[*c.mentions, *added]) if added else c)
     return out
 
 
-def _inside_longer_names(words: list[str], names: list[list[str]]) -> Callable[[int, int], bool]:
-    """Whether words[i:j] lie strictly inside a longer name the extractor found in the sentence.
-
-    "Paris" inside the found name "Paris Hilton" is someone else, not the city (`link_title_spans` ties
-    such long names to titles they contain, from two words up). Text without such names (any sentence
-    whose case says nothing) has no spans to respect.
-    """
-    spans: list[tuple[int, int]] = []
-    for name in names:
-        n = len(name)
-        if n < 2:
-            continue
-        spans.extend((i, i + n) for i in range(len(words) - n + 1) if words[i : i + n] == name)
-
-    def inside(i: int, j: int) -> bool:
-        return any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)
-
-    return inside
-
-
 def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities."""
-    chunks = link_title_spans(link_title_names(list(chunks)))
+    chunks = link_title_spans(link_corpus_phrases(link_title_names(list(chunks))))
     types: dict[str, Counter[str]] = defaultdict(Counter)
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     entity_chunks: dict[str, dict[str, None]] = defaultdict(dict)

@@ -47,3 +47,25 @@ def test_japanese_entities_and_expansions() -> None:
     assert c.type == "relationship"
     assert {"トヨタ自動車", "豊田佐吉"} <= set(c.extracted_entities)
     assert c.expanded_queries and all(q != c.original_query for q in c.expanded_queries)
+
+
+@pytest.mark.parametrize("recase", [str.lower, str.upper])
+def test_a_query_without_case_is_read_with_the_index_names(recase) -> None:  # type: ignore[no-untyped-def]
+    """Capitals reveal no name in `who founded sony?`: the index's own names do, and the weights follow
+    the cased question's."""
+    names = {"sony": "Sony", "masaru ibuka": "Masaru Ibuka"}
+
+    def known(text: str) -> list[str]:
+        return [name for key, name in names.items() if key in text.lower()]
+
+    classifier = QueryClassifier(Analyzer(), known)
+    cased = classifier.classify("Who founded Sony with Masaru Ibuka?")
+    plain = classifier.classify(recase("Who founded Sony with Masaru Ibuka?"))
+    assert sorted(plain.extracted_entities) == sorted(cased.extracted_entities) == ["Masaru Ibuka", "Sony"]
+    assert plain.suggested_weights == cased.suggested_weights
+    # Capitals in an upper-cased query are not names: every word would be one.
+    assert QueryClassifier(Analyzer()).classify("WHO FOUNDED SONY?").extracted_entities == []
+    # A cased query keeps reading capitals; a lower-case statement with no known name stays keyword-leaning.
+    assert classifier.classify("Akio Morita met him").extracted_entities == ["Akio Morita"]
+    statement = classifier.classify(recase("transistor radios were popular"))
+    assert statement.extracted_entities == [] and statement.suggested_weights.graph < 0.1

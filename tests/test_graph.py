@@ -470,21 +470,23 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
 
 
 def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    """Lower-cased (or OCR) collections give the rules no entity: the graph must not hand the other retrievers'
-    passages back as its own list (fusing that copy would only re-weigh them)."""
-    from hybridrag.cli.commands import SAMPLE_CORPUS
+    """Text in which nothing names anything (lower case, no titles, no phrase shared by two passages) gives
+    the graph no entity: it must not hand the other retrievers' passages back as its own list (fusing that
+    copy would only re-weigh them)."""
     from hybridrag.http.app import create_app
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.settings import Settings
 
     docs = tmp_path / "lower"
     docs.mkdir()
-    # Lower-cased text and no titles: neither capitalisation nor the corpus' titles name anything.
-    with (docs / "docs.jsonl").open("w", encoding="utf-8") as out:
-        for path in sorted(SAMPLE_CORPUS.glob("*.md")):
-            if not path.stem.endswith("-ja") and path.stem != "toyota-ja":
-                body = path.read_text("utf-8").split("---", 2)[2].lower()
-                out.write(json.dumps({"_id": path.stem, "title": "", "text": body}) + "\n")
+    texts = {
+        "toyota": "the loom maker's son started building cars in 1937; that company became toyota.",
+        "sony": "two engineers opened a radio repair shop in a bombed department store after the war.",
+        "rail": "the first high-speed railway line opened in 1964 between two large cities.",
+    }
+    (docs / "docs.jsonl").write_text(
+        "".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in texts.items()), "utf-8"
+    )
     index_dir = tmp_path / "idx"
     IndexBuilder(index_dir, BuildConfig(embedding_model="minilm"), embedder=embedder).build(docs)
     assert store.current_version(index_dir).manifest["graph"]["entities"] == 0

@@ -7,14 +7,21 @@
 
 Suggested weights follow the type, with two refinements for local queries: one that names nothing leans on
 keyword, and an English question about named things leans on the graph (see the constants).
+
+Capitalisation finds names only where the query's letter case says something. A query typed all in lower
+case (or in capitals) is looked up in the index's own dictionary of names instead (`known_names`: the graph's
+entity names, document titles among them), so "who directed scott derrickson's first film?" is classified
+and weighted as "Who directed Scott Derrickson's first film?" is.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.entities import casing_informative
 from hybridrag.indexing.text import has_japanese
 from hybridrag.schemas.base import QueryTypeName
 from hybridrag.schemas.search import QueryClassification, SearchWeights
@@ -80,15 +87,21 @@ class _Cues:
 class QueryClassifier:
     """Classifies a query from its wording and the entities it names."""
 
-    def __init__(self, analyzer: Analyzer) -> None:
+    def __init__(self, analyzer: Analyzer, known_names: Callable[[str], list[str]] | None = None) -> None:
         self._analyzer = analyzer
+        self._known_names = known_names
 
     def entities(self, text: str) -> list[str]:
-        """Named things in the query: quoted strings, capitalised sequences, Japanese proper nouns."""
+        """Named things in the query: quoted strings, capitalised sequences, Japanese proper nouns; in a
+        query whose letter case says nothing, the index's names it contains."""
         found: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(text)]
         if has_japanese(text):
             found.extend(self._japanese_entities(text))
-        for m in _CAP_SEQ.finditer(text):
+        # Japanese has no letter case: a Latin name in it ("NHKの…") keeps the capitalisation rule.
+        cased = casing_informative(text) or has_japanese(text)
+        if not cased and self._known_names is not None:
+            found.extend(self._known_names(text))
+        for m in _CAP_SEQ.finditer(text if cased else ""):
             phrase = m.group(1).strip()
             words = phrase.split()
             while words and words[0].lower() in _QUESTION_WORDS | ENGLISH_STOPWORDS:
@@ -138,10 +151,13 @@ class QueryClassifier:
             qtype = "local"
             confidence = 0.7 if entities else 0.55
         kw, sem, graph = WEIGHTS_BY_TYPE[qtype]
-        if qtype == "local" and not entities:
-            kw, sem, graph = LOCAL_WITHOUT_ENTITIES
-        elif qtype == "local" and not has_japanese(text) and _QUESTION_EN.search(text):
+        english_question = not has_japanese(text) and bool(_QUESTION_EN.search(text))
+        # A question typed without case may name things neither capitals nor the index's names reveal
+        # (a name that is no document's title): it is weighted as the same question with capitals would be.
+        if qtype == "local" and english_question and (entities or not casing_informative(text)):
             kw, sem, graph = ENTITY_QUESTION
+        elif qtype == "local" and not entities:
+            kw, sem, graph = LOCAL_WITHOUT_ENTITIES
         return QueryClassification(
             original_query=text,
             type=qtype,

@@ -73,7 +73,10 @@ class SearchEngine(IndexLifecycle):
         if deadline is None:
             deadline = time.perf_counter() + self.settings.search_budget_s
         index = index or self.index
-        classification = QueryClassifier(index.analyzer).classify(request.text)
+        graph = index.retrievers.get("graph")
+        classification = QueryClassifier(index.analyzer, getattr(graph, "names_in", None)).classify(
+            request.text
+        )
         weights = (
             request.options.weights
             if "weights" in request.options.model_fields_set

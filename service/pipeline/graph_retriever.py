@@ -379,6 +379,20 @@ class GraphRetriever:
                 self._by_type.setdefault(t, np.zeros(len(ids), dtype=bool))[i] = True
         self._seconds = np.array([_seconds(chunk_dates.get(c)) for c in ids], dtype=np.float64)
 
+    def names_in(self, text: str) -> list[str]:
+        """Names of the graph's entities that `text` spells (any letter case), longest first; a name inside
+        a longer one found ("scott" in "scott derrickson") is left out."""
+        g = self.graph
+        names = sorted(
+            {g.entities[i].name for i in g.match(text, self._analyzer)}, key=lambda n: (-len(n), n)
+        )
+        kept: list[str] = []
+        for name in names:
+            words = f" {normalize_name(name)} "
+            if not any(words in f" {normalize_name(k)} " for k in kept):
+                kept.append(name)
+        return kept
+
     def _mask(self, filters: ChunkFilters) -> np.ndarray:
         """Which chunk positions pass the filters: the rules of the keyword and vector stores (a file id or
         chunk id listed, a mention of a listed entity type, a date inside the range; no date fails a range)."""

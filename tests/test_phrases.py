@@ -1,0 +1,47 @@
+"""Case-free names: corpus phrases and title names found the same in any letter case."""
+
+from __future__ import annotations
+
+from hybridrag.indexing.phrases import corpus_phrases, find_names, sentence_words
+
+DOCS = [
+    ("a", "Interleukin IL-6 drives tumor necrosis in mice. The BRCA1 gene was not involved."),
+    ("b", "Tumor necrosis follows IL-6 signalling. BRCA1 carriers were excluded."),
+    ("c", "In this cohort tumor necrosis was rare; IL-6 was high."),
+    ("d", "The weather was fine and the study ran for a year."),
+]
+
+
+def test_phrases_are_the_same_in_any_letter_case() -> None:
+    found = corpus_phrases(DOCS)
+    assert {"il-6", "brca1", "tumor necrosis"} <= set(found)
+    assert found["il-6"] == 3 and found["brca1"] == 2
+    # Function words and single documents make no phrase; numbers alone are no identifier.
+    assert not {"the", "was", "the weather", "1937"} & set(found)
+    for recase in (str.lower, str.upper):
+        assert corpus_phrases([(i, recase(t)) for i, t in DOCS]) == found
+
+
+def test_a_phrase_in_too_many_documents_links_nothing() -> None:
+    docs = [(str(i), f"Report {i}: tumor necrosis was measured again in cohort {i}.") for i in range(200)]
+    docs += [(f"x{i}", "IL-6 and BRCA1 in one place.") for i in range(3)]
+    found = corpus_phrases(docs)
+    assert "tumor necrosis" not in found  # in every document of 200 (more than the 1% share, floor 20)
+    assert {"il-6", "brca1"} <= set(found)
+
+
+def test_names_are_found_in_any_case_with_sentence_offsets() -> None:
+    names = {"scott derrickson": "person", "paris": "place"}
+    for text in (
+        "Scott Derrickson directed it.",
+        "scott derrickson directed it.",
+        "SCOTT DERRICKSON DIRECTED IT.",
+    ):
+        (m,) = find_names(text, [], names, inside_found=False)
+        assert (
+            m.key == "scott derrickson"
+            and m.type == "person"
+            and (m.sentence_start, m.sentence_end) == (0, 29)
+        )
+        assert m.surface.lower() == "scott derrickson"
+    assert [s.keys for s in sentence_words("Derrickson's film. 東京の話。")] == [["derrickson", "film"]]
