@@ -246,21 +246,21 @@ def link_title_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
                 and not has_japanese(m.key)
             ):
                 titles.setdefault(m.key, m.type)
-    return _with_names(chunks, titles)
+    return _with_names(chunks, titles, proper=True)
 
 
 def link_corpus_phrases(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
     """Mentions of the corpus' case-free phrases (`phrases.corpus_phrases`), chunks counted as documents."""
     found = corpus_phrases([(c.chunk_id, c.text) for c in chunks])
-    return _with_names(chunks, dict.fromkeys(found, OTHER))
+    return _with_names(chunks, dict.fromkeys(found, OTHER), proper=False)
 
 
-def _with_names(chunks: Sequence[ChunkMentions], names: dict[str, str]) -> list[ChunkMentions]:
+def _with_names(chunks: Sequence[ChunkMentions], names: dict[str, str], proper: bool) -> list[ChunkMentions]:
     if not names:
         return list(chunks)
     out = []
     for c in chunks:
-        added = find_names(c.text, c.mentions, names, inside_found=False)
+        added = find_names(c.text, c.mentions, names, proper)
         out.append(replace(c, mentions=[*c.mentions, *added]) if added else c)
     return out
 

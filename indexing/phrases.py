@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS
-from hybridrag.indexing.entities import Mention, normalize_name
+from hybridrag.indexing.entities import Mention, casing_informative, normalize_name
 from hybridrag.indexing.text import has_japanese, split_sentences
 
 _TEXT_WORDS = re.compile(r"[\w\-’'.]+")
@@ -103,12 +103,13 @@ def find_names(
     text: str,
     mentions: Sequence[Mention],
     names: Mapping[str, str],
-    inside_found: bool,
+    proper: bool,
 ) -> list[Mention]:
     """Mentions of `names` (folded key -> type) in `text` that `mentions` do not already record there.
 
-    Longest match first at each word. With `inside_found` false, a match strictly inside a longer name
-    already found in the sentence is skipped ("paris" inside "Paris Hilton" is someone else).
+    Longest match first at each word. With `proper` (names, not terms), where a sentence's letter case says
+    something it is believed: a match must start with a capital ("the river" is not the place "River"),
+    and one strictly inside a longer name found there is skipped ("Paris" in "Paris Hilton" is someone else).
     """
     if not names:
         return []
@@ -121,9 +122,10 @@ def find_names(
             named.setdefault(m.sentence_start, []).append(m.key.split())
     added: list[Mention] = []
     for s in sentence_words(text):
-        inside = _inside_longer_names(s.keys, [] if inside_found else named.get(s.start, []))
+        cased = proper and casing_informative(text[s.start : s.end])
+        inside = _inside_longer_names(s.keys, named.get(s.start, []) if cased else [])
         for i, first in enumerate(s.keys):
-            if first not in first_words:
+            if first not in first_words or (cased and not s.words[i][:1].isupper()):
                 continue
             for j in range(min(len(s.keys), i + longest), i, -1):
                 key = normalize_name(" ".join(s.keys[i:j]))

@@ -37,7 +37,7 @@ def test_names_are_found_in_any_case_with_sentence_offsets() -> None:
         "scott derrickson directed it.",
         "SCOTT DERRICKSON DIRECTED IT.",
     ):
-        (m,) = find_names(text, [], names, inside_found=False)
+        (m,) = find_names(text, [], names, proper=True)
         assert (
             m.key == "scott derrickson"
             and m.type == "person"
@@ -45,3 +45,7 @@ def test_names_are_found_in_any_case_with_sentence_offsets() -> None:
         )
         assert m.surface.lower() == "scott derrickson"
     assert [s.keys for s in sentence_words("Derrickson's film. 東京の話。")] == [["derrickson", "film"]]
+    # Where case says something, a name is capitalised: "the paris office" is no mention of Paris.
+    assert find_names("We met at the paris office.", [], names, proper=True) == []
+    assert [m.key for m in find_names("we met at the paris office.", [], names, proper=True)] == ["paris"]
+    assert [m.key for m in find_names("We met at the paris office.", [], names, proper=False)] == ["paris"]

@@ -61,12 +61,14 @@ WEIGHTS_BY_TYPE: dict[str, tuple[float, float, float]] = {
 }
 
 # An English question about named things ("Where was the director of X born?") is what the graph's walk answers
-# best: its seeds are the top dense passages and the named entities, and it reaches the passage the question
-# never names through the bridge entity. On HotpotQA-100 dev the graph alone scored nDCG@10 0.909 against
-# 0.867 for semantic, and these weights kept most of that in the fusion (benchmarks/README.md). Claims and
+# best: its seeds are the top dense and keyword passages and the named entities, so its list already carries
+# their evidence, and it reaches the passage the question never names through the bridge entity. At
+# (0.1, 0.3, 0.6) the fusion still ranked first-hop passages above the bridges the graph had found (HotpotQA-100
+# dev: hybrid Recall@5 0.925 against 0.945 for the graph alone); at (0.05, 0.15, 0.8) it matches or beats the
+# graph on the dev set and on its lower- and upper-cased copies (benchmarks/README.md, "Fusion"). Claims and
 # descriptive queries (SciFact) are not questions; Japanese questions keep the local weights (no Japanese
 # multi-hop set to measure them on).
-ENTITY_QUESTION = (0.1, 0.3, 0.6)
+ENTITY_QUESTION = (0.05, 0.15, 0.8)
 _QUESTION_EN = re.compile(
     r"^\W*(?:what|which|who|whom|whose|when|where|why|how|in (?:what|which)|is|are|was|were|did|does|do)\b"
     r"|\?\s*$",
@@ -82,6 +84,24 @@ LOCAL_WITHOUT_ENTITIES = (0.55, 0.4, 0.05)
 class _Cues:
     relationship: int
     global_: int
+
+
+def suggested_weights(
+    text: str, qtype: str, entities: list[str]
+) -> tuple[tuple[float, float, float], str | None]:
+    """(keyword, semantic, graph) for a query, and why they differ from its type's, when they do."""
+    if qtype != "local":
+        return WEIGHTS_BY_TYPE[qtype], None
+    english_question = not has_japanese(text) and bool(_QUESTION_EN.search(text))
+    if english_question and entities:
+        return ENTITY_QUESTION, "an English question naming things: the graph's walk leads"
+    if english_question and not casing_informative(text):
+        # It may name things neither capitals nor the index's names reveal (a name that is no document's
+        # title): weighted as the same question with capitals would be.
+        return ENTITY_QUESTION, "an English question typed without letter case: weighted as one naming things"
+    if not entities:
+        return LOCAL_WITHOUT_ENTITIES, "names nothing: keyword leads, the graph has little to walk from"
+    return WEIGHTS_BY_TYPE[qtype], None
 
 
 class QueryClassifier:
@@ -150,14 +170,7 @@ class QueryClassifier:
         else:
             qtype = "local"
             confidence = 0.7 if entities else 0.55
-        kw, sem, graph = WEIGHTS_BY_TYPE[qtype]
-        english_question = not has_japanese(text) and bool(_QUESTION_EN.search(text))
-        # A question typed without case may name things neither capitals nor the index's names reveal
-        # (a name that is no document's title): it is weighted as the same question with capitals would be.
-        if qtype == "local" and english_question and (entities or not casing_informative(text)):
-            kw, sem, graph = ENTITY_QUESTION
-        elif qtype == "local" and not entities:
-            kw, sem, graph = LOCAL_WITHOUT_ENTITIES
+        (kw, sem, graph), _why = suggested_weights(text, qtype, entities)
         return QueryClassification(
             original_query=text,
             type=qtype,

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from hybridrag.pipeline import crag
-from hybridrag.pipeline.classifier import QueryClassifier
+from hybridrag.pipeline.classifier import QueryClassifier, suggested_weights
 from hybridrag.pipeline.fusion import EVIDENCE_FLOOR, score_evidence, weighted_rrf
 from hybridrag.pipeline.lifecycle import ComponentStatus, IndexLifecycle, NotReady
 from hybridrag.pipeline.loaded_index import LoadedIndex
@@ -77,12 +77,14 @@ class SearchEngine(IndexLifecycle):
         classification = QueryClassifier(index.analyzer, getattr(graph, "names_in", None)).classify(
             request.text
         )
-        weights = (
-            request.options.weights
-            if "weights" in request.options.model_fields_set
-            else classification.suggested_weights
-        )
         notes: list[StageNote] = []
+        if "weights" in request.options.model_fields_set:
+            weights = request.options.weights
+        else:
+            weights = classification.suggested_weights
+            _w, why = suggested_weights(request.text, classification.type, classification.extracted_entities)
+            if why and len(strategy_names(request.options.strategies)) > 1:
+                notes.append(StageNote(stage="fusion", status="weighted", reason=why))
         active = []
         for name in strategy_names(request.options.strategies):
             if name in index.retrievers:
@@ -113,22 +115,23 @@ class SearchEngine(IndexLifecycle):
             entities=tuple(classification.extracted_entities),
         )
         retrieved, timings = run_retrievers(self._pool, index, active, query, depth, deadline, notes)
-        rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items()}
+        # A strategy that found nothing (the graph on text that names nothing) takes no part in the fusion:
+        # its weight kept in the normaliser would only shrink every score below the relevance cut.
+        rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items() if r.candidates}
         evidence = None
         if (request.fusion or self.settings.fusion) == "score-rrf":
-            evidence = {name: fusion_evidence(r) for name, r in retrieved.items()}
+            evidence = {name: fusion_evidence(retrieved[name]) for name in rankings}
+        used = {n: weight_map[n] for n in rankings}
         fused = (
-            weighted_rrf(
-                rankings, {n: weight_map[n] for n in rankings}, k=k, normalize=normalize, evidence=evidence
-            )
-            if rankings
+            weighted_rrf(rankings, used, k=k, normalize=normalize, evidence=evidence)
+            if sum(used.values()) > 0
             else []
         )
         kept = [f for f in fused if f.score >= request.filters.min_relevance]
         total = len(kept)
         if len(rankings) == 1 and kept and len(kept) == len(fused):
             # Everything one strategy returned passed the cut: its own match count is the honest total.
-            only = next(iter(retrieved.values()))
+            only = retrieved[next(iter(rankings))]
             if len(only.candidates) >= depth:
                 total = max(total, only.total)
         return Ranking(
