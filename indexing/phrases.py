@@ -6,23 +6,20 @@ the words of the whole corpus folded to lower case, so `Text Like This`, `text l
 
 * the corpus' own document titles (`graph.link_title_names` looks them up with `find_names`);
 * `corpus_phrases`: identifier-like words (letters with digits or an inner hyphen: "il-6", "brca1",
-  "covid-19", "a380") and word pairs that occur together far more often than chance (normalised PMI over
-  sentences; "tumor necrosis", "nine inch"), each in at least two documents and at most a small share of
-  them (a phrase everywhere links nothing in particular).
+  "covid-19", "a380"), the names capitalisation rules read as acronyms, each in at least two passages and
+  at most a small share of them (a word everywhere links nothing in particular).
 
-Measured in benchmarks/README.md ("Letter case"); the thresholds are one setting for every corpus.
+Word pairs that occur together far more often than chance (normalised PMI >= 0.5 over sentences, "tumor
+necrosis") were tried as well: +0.010 graph nDCG@10 on SciFact, -0.010 on HotpotQA-100, so not kept
+(benchmarks/README.md, "Letter case"). The thresholds are one setting for every corpus.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
-from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS
 from hybridrag.indexing.entities import Mention, casing_informative, normalize_name
 from hybridrag.indexing.text import has_japanese, split_sentences
 
@@ -31,8 +28,6 @@ _IDENTIFIER = re.compile(r"^(?=.*[a-z])(?=.*(?:\d|[a-z]-[a-z0-9]))[a-z0-9][a-z0-
 PHRASE_MIN_DOCS = 2  # a phrase in one document links nothing
 PHRASE_MAX_DOC_SHARE = 0.01  # nor one in more than 1% of the documents (with PHRASE_MAX_DOCS_FLOOR)
 PHRASE_MAX_DOCS_FLOOR = 20
-PAIR_MIN_COUNT = 3
-PAIR_MIN_NPMI = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,49 +49,19 @@ def sentence_words(text: str) -> Iterator[SentenceWords]:
         yield SentenceWords(start, end, words, [normalize_name(w) for w in words])
 
 
-def _is_word(key: str) -> bool:
-    return len(key) >= 2 and key not in ENGLISH_STOPWORDS and not key.replace("-", "").isdigit()
-
-
 def corpus_phrases(docs: Sequence[tuple[str, str]]) -> dict[str, int]:
-    """Case-free phrases of a corpus: name -> number of documents it occurs in.
+    """Case-free names of a corpus, identifier-like words: name -> number of documents it occurs in.
 
     `docs` are (id, text) pairs: chunks, counted as the documents of the share limits.
     """
     word_docs: dict[str, set[str]] = {}
-    pair_docs: dict[str, set[str]] = {}
-    word_count: Counter[str] = Counter()
-    pair_count: Counter[tuple[str, str]] = Counter()
-    total = 0
-    all_docs: set[str] = set()
     for doc_id, text in docs:
-        all_docs.add(doc_id)
         for s in sentence_words(text):
-            keys = s.keys
-            total += len(keys)
-            word_count.update(keys)
-            for k in keys:
+            for k in s.keys:
                 if _IDENTIFIER.match(k):
                     word_docs.setdefault(k, set()).add(doc_id)
-            for a, b in pairwise(keys):
-                if _is_word(a) and _is_word(b):
-                    pair_count[(a, b)] += 1
-                    pair_docs.setdefault(f"{a} {b}", set()).add(doc_id)
-    most = max(PHRASE_MAX_DOCS_FLOOR, int(PHRASE_MAX_DOC_SHARE * len(all_docs)))
-    out = {k: len(d) for k, d in word_docs.items() if PHRASE_MIN_DOCS <= len(d) <= most}
-    if total:
-        for (a, b), n in pair_count.items():
-            if n < PAIR_MIN_COUNT:
-                continue
-            key = f"{a} {b}"
-            n_docs = len(pair_docs[key])
-            if not PHRASE_MIN_DOCS <= n_docs <= most:
-                continue
-            p_ab, p_a, p_b = n / total, word_count[a] / total, word_count[b] / total
-            npmi = math.log(p_ab / (p_a * p_b)) / -math.log(p_ab)
-            if npmi >= PAIR_MIN_NPMI:
-                out[key] = n_docs
-    return out
+    most = max(PHRASE_MAX_DOCS_FLOOR, int(PHRASE_MAX_DOC_SHARE * len(docs)))
+    return {k: len(d) for k, d in word_docs.items() if PHRASE_MIN_DOCS <= len(d) <= most}
 
 
 def find_names(

@@ -75,6 +75,11 @@ _QUESTION_EN = re.compile(
     re.I,
 )
 
+# Japanese names come from Sudachi alone (no title or phrase linking: no word boundaries to match on), so the
+# graph's Japanese list is weaker; BM25 over Sudachi + bigrams is the strongest list there. JaQuAD dev: hybrid
+# 0.916 at the local weights (keyword+semantic 0.918), 0.920 at these (benchmarks/README.md, "Fusion").
+JAPANESE_LOCAL = (0.6, 0.35, 0.05)
+
 # A query that names nothing gets little from the graph (it is reached through named entities); its share goes
 # to keyword, which held up better than semantic on such descriptive queries (JaQuAD, SciFact dev).
 LOCAL_WITHOUT_ENTITIES = (0.55, 0.4, 0.05)
@@ -101,6 +106,11 @@ def suggested_weights(
         return ENTITY_QUESTION, "an English question typed without letter case: weighted as one naming things"
     if not entities:
         return LOCAL_WITHOUT_ENTITIES, "names nothing: keyword leads, the graph has little to walk from"
+    if has_japanese(text):
+        return (
+            JAPANESE_LOCAL,
+            "a Japanese local query: keyword leads, the graph's Japanese names are not linked by case-free titles or phrases",
+        )
     return WEIGHTS_BY_TYPE[qtype], None
 
 
