@@ -96,7 +96,7 @@ def casing_informative(text: str) -> bool:
 
 def normalize_name(name: str) -> str:
     name = unicodedata.normalize("NFKC", name).strip()
-    name = re.sub(r"['’]s$", "", name)
+    name = re.sub(r"['’][sS]$", "", name)
     return re.sub(r"\s+", " ", name).lower()
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS
 from hybridrag.indexing.entities import OTHER, TITLE_NAME_MAX_WORDS, Mention
-from hybridrag.indexing.phrases import corpus_phrases, find_names
+from hybridrag.indexing.phrases import NameDictionary, corpus_phrases
 from hybridrag.indexing.text import content_hash, has_japanese
 
 GRAPH_JSON = "graph.json"
@@ -258,9 +258,10 @@ def link_corpus_phrases(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
 def _with_names(chunks: Sequence[ChunkMentions], names: dict[str, str], proper: bool) -> list[ChunkMentions]:
     if not names:
         return list(chunks)
+    dictionary = NameDictionary(names, proper)
     out = []
     for c in chunks:
-        added = find_names(c.text, c.mentions, names, proper)
+        added = dictionary.find(c.text, c.mentions)
         out.append(replace(c, mentions=[*c.mentions, *added]) if added else c)
     return out
 

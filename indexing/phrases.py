@@ -4,7 +4,7 @@ Capitalisation finds names only in normally cased text. Two case-free sources co
 the words of the whole corpus folded to lower case, so `Text Like This`, `text like this` and
 `TEXT LIKE THIS` give the same names:
 
-* the corpus' own document titles (`graph.link_title_names` looks them up with `find_names`);
+* the corpus' own document titles (`graph.link_title_names` looks them up with a `NameDictionary`);
 * `corpus_phrases`: identifier-like words (letters with digits or an inner hyphen: "il-6", "brca1",
   "covid-19", "a380"), the names capitalisation rules read as acronyms, each in at least two passages and
   at most a small share of them (a word everywhere links nothing in particular).
@@ -17,6 +17,7 @@ necrosis") were tried as well: +0.010 graph nDCG@10 on SciFact, -0.010 on Hotpot
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -44,9 +45,18 @@ def sentence_words(text: str) -> Iterator[SentenceWords]:
         sentence = text[start:end]
         if has_japanese(sentence):
             continue  # Japanese names come from its morphemes (entities.py)
-        words = [w.strip(".'’") for w in _TEXT_WORDS.findall(sentence)]
-        words = [w for w in words if w]
-        yield SentenceWords(start, end, words, [normalize_name(w) for w in words])
+        words = [w for w in (w.strip(".'’") for w in _TEXT_WORDS.findall(sentence)) if w]
+        # Fold the sentence once, not word by word (the same folding as `normalize_name`): this runs over
+        # every word of the corpus at each graph build.
+        keys = [k for k in (k.strip(".'’") for k in _TEXT_WORDS.findall(_fold(sentence))) if k]
+        keys = [k[:-2] if k.endswith(("'s", "’s")) and len(k) > 2 else k for k in keys]
+        if len(keys) != len(words):  # width folding changed the word count: rare, fold word by word
+            keys = [normalize_name(w) for w in words]
+        yield SentenceWords(start, end, words, keys)
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
 
 
 def corpus_phrases(docs: Sequence[tuple[str, str]]) -> dict[str, int]:
@@ -64,41 +74,42 @@ def corpus_phrases(docs: Sequence[tuple[str, str]]) -> dict[str, int]:
     return {k: len(d) for k, d in word_docs.items() if PHRASE_MIN_DOCS <= len(d) <= most}
 
 
-def find_names(
-    text: str,
-    mentions: Sequence[Mention],
-    names: Mapping[str, str],
-    proper: bool,
-) -> list[Mention]:
-    """Mentions of `names` (folded key -> type) in `text` that `mentions` do not already record there.
+class NameDictionary:
+    """Names (folded key -> type) to find in text, indexed once for a whole corpus."""
 
-    Longest match first at each word. With `proper` (names, not terms), where a sentence's letter case says
-    something it is believed: a match must start with a capital ("the river" is not the place "River"),
-    and one strictly inside a longer name found there is skipped ("Paris" in "Paris Hilton" is someone else).
-    """
-    if not names:
-        return []
-    longest = max(len(k.split()) for k in names)
-    first_words = {k.split()[0] for k in names}
-    have = {(m.key, m.sentence_start) for m in mentions}
-    named: dict[int, list[list[str]]] = {}
-    for m in mentions:
-        if m.sentence_start >= 0:
-            named.setdefault(m.sentence_start, []).append(m.key.split())
-    added: list[Mention] = []
-    for s in sentence_words(text):
-        cased = proper and casing_informative(text[s.start : s.end])
-        inside = _inside_longer_names(s.keys, named.get(s.start, []) if cased else [])
-        for i, first in enumerate(s.keys):
-            if first not in first_words or (cased and not s.words[i][:1].isupper()):
-                continue
-            for j in range(min(len(s.keys), i + longest), i, -1):
-                key = normalize_name(" ".join(s.keys[i:j]))
-                if key in names and (key, s.start) not in have and not inside(i, j):
-                    have.add((key, s.start))
-                    added.append(Mention(key, " ".join(s.words[i:j]), names[key], s.start, s.end))
-                    break
-    return added
+    def __init__(self, names: Mapping[str, str], proper: bool) -> None:
+        """`proper`: names, not terms. Where a sentence's letter case says something it is believed then: a
+        match must start with a capital ("the river" is not the place "River"), and one strictly inside a
+        longer name found there is skipped ("Paris" in "Paris Hilton" is someone else)."""
+        self.names = dict(names)
+        self.proper = proper
+        self._longest = max((len(k.split()) for k in self.names), default=0)
+        self._first_words = {k.split()[0] for k in self.names}
+
+    def find(self, text: str, mentions: Sequence[Mention]) -> list[Mention]:
+        """Mentions of the names in `text` that `mentions` do not already record there; longest match first
+        at each word."""
+        if not self.names:
+            return []
+        have = {(m.key, m.sentence_start) for m in mentions}
+        named: dict[int, list[list[str]]] = {}
+        for m in mentions:
+            if m.sentence_start >= 0:
+                named.setdefault(m.sentence_start, []).append(m.key.split())
+        added: list[Mention] = []
+        for s in sentence_words(text):
+            cased = self.proper and casing_informative(text[s.start : s.end])
+            inside = _inside_longer_names(s.keys, named.get(s.start, []) if cased else [])
+            for i, first in enumerate(s.keys):
+                if first not in self._first_words or (cased and not s.words[i][:1].isupper()):
+                    continue
+                for j in range(min(len(s.keys), i + self._longest), i, -1):
+                    key = normalize_name(" ".join(s.keys[i:j]))
+                    if key in self.names and (key, s.start) not in have and not inside(i, j):
+                        have.add((key, s.start))
+                        added.append(Mention(key, " ".join(s.words[i:j]), self.names[key], s.start, s.end))
+                        break
+        return added
 
 
 def _inside_longer_names(words: list[str], names: list[list[str]]) -> Callable[[int, int], bool]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hybridrag.indexing.phrases import corpus_phrases, find_names, sentence_words
+from hybridrag.indexing.phrases import NameDictionary, corpus_phrases, sentence_words
 
 DOCS = [
     ("a", "Interleukin IL-6 drives tumor necrosis in mice. The BRCA1 gene was not involved."),
@@ -36,7 +36,7 @@ def test_names_are_found_in_any_case_with_sentence_offsets() -> None:
         "scott derrickson directed it.",
         "SCOTT DERRICKSON DIRECTED IT.",
     ):
-        (m,) = find_names(text, [], names, proper=True)
+        (m,) = NameDictionary(names, proper=True).find(text, [])
         assert (
             m.key == "scott derrickson"
             and m.type == "person"
@@ -45,6 +45,7 @@ def test_names_are_found_in_any_case_with_sentence_offsets() -> None:
         assert m.surface.lower() == "scott derrickson"
     assert [s.keys for s in sentence_words("Derrickson's film. 東京の話。")] == [["derrickson", "film"]]
     # Where case says something, a name is capitalised: "the paris office" is no mention of Paris.
-    assert find_names("We met at the paris office.", [], names, proper=True) == []
-    assert [m.key for m in find_names("we met at the paris office.", [], names, proper=True)] == ["paris"]
-    assert [m.key for m in find_names("We met at the paris office.", [], names, proper=False)] == ["paris"]
+    proper, terms = NameDictionary(names, proper=True), NameDictionary(names, proper=False)
+    assert proper.find("We met at the paris office.", []) == []
+    assert [m.key for m in proper.find("we met at the paris office.", [])] == ["paris"]
+    assert [m.key for m in terms.find("We met at the paris office.", [])] == ["paris"]
