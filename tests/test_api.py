@@ -338,3 +338,17 @@ def test_fusion_choice_and_deep_pages_agree(client: TestClient) -> None:
     r = client.post("/v1/search", json={**base, "fusion": "borda"}, headers={"Accept-Language": "en"})
     assert r.status_code == 422 and r.json()["errors"][0]["path"] == "fusion"
     assert "score-rrf" in r.json()["errors"][0]["message"]
+
+
+def test_a_note_says_which_rule_set_the_weights(client: TestClient) -> None:
+    question = search(client, {"text": "Who founded Toyota?", "options": {"rerankEnabled": False}})
+    fusion = [n for n in question["notes"] if n["stage"] == "fusion"]
+    assert fusion and fusion[0]["status"] == "weighted" and "question" in fusion[0]["reason"]
+    assert (
+        question["query"]["options"]["weights"]["graph"] >= 0.8
+        or question["classification"]["suggestedWeights"]["graph"] >= 0.8
+    )
+    # Weights the caller chose are the caller's: no note.
+    chosen = {"rerankEnabled": False, "weights": {"keyword": 0.4, "semantic": 0.4, "graph": 0.2}}
+    explicit = search(client, {"text": "Who founded Toyota?", "options": chosen})
+    assert not [n for n in explicit["notes"] if n["stage"] == "fusion"]
