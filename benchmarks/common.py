@@ -109,9 +109,14 @@ def cached_index(
         try:
             current_version(index_dir)
             if _same_stamp(json.loads(stamp_file.read_text("utf-8")), stamp, config):
-                graph = current_version(index_dir).manifest.get("graph") or {}
-                if config.graph and graph.get("format", 1) < GRAPH_FORMAT:
-                    # Built by an older release: only the graph changed, so rebuild it alone.
+                manifest = current_version(index_dir).manifest
+                graph = manifest.get("graph") or {}
+                embedding = manifest.get("embedding") or {}
+                old_graph = config.graph and graph.get("format", 1) < GRAPH_FORMAT
+                old_storage = config.graph and bool(embedding) and not embedding.get("serving")
+                if old_graph or old_storage:
+                    # Built by an older release: a regraph rebuilds the graph and rewrites the tables and
+                    # the vectors' serving files from what is stored (no document re-read, no re-embedding).
                     IndexBuilder(index_dir, config).regraph()
                 return index_dir, None
         except (IndexUnavailable, json.JSONDecodeError):

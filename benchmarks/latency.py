@@ -19,7 +19,7 @@ from hybridrag.benchmarks.common import (
     now,
     percentile,
 )
-from hybridrag.benchmarks.loadgen import DriveResult, drive, merged, rss_bytes, running_service
+from hybridrag.benchmarks.loadgen import DriveResult, drive, merged, rss_bytes, rss_split, running_service
 
 WARMUP = 10
 
@@ -72,6 +72,7 @@ def run_latency(
             )
         rounds = ROUNDS if baseline is not None else 1
         idle = {name: rss_bytes(s.pid) for name, s in services.items()}
+        idle_split = {name: rss_split(s.pid) for name, s in services.items()}
         peak = dict(idle)
         for strategy in strategies:
             bodies = [
@@ -113,6 +114,7 @@ def run_latency(
                     )
                 rows.append(row)
         final = {name: rss_bytes(s.pid) for name, s in services.items()}
+        final_split = {name: rss_split(s.pid) for name, s in services.items()}
     return {
         "benchmark": "latency",
         "label": label,
@@ -124,6 +126,7 @@ def run_latency(
             "chunks": manifest["counts"]["chunks"],
             "ann": (manifest.get("embedding") or {}).get("ann"),
             "twoStage": manifest["counts"]["chunks"] >= projected_min_rows,
+            "serving": (manifest.get("embedding") or {}).get("serving"),
         },
         "config": {
             "workers": workers,
@@ -138,6 +141,20 @@ def run_latency(
             "idleMB": round(idle["this"] / 2**20),
             "peakMB": round(peak["this"] / 2**20),
             "finalMB": round(final["this"] / 2**20),
+            # Anonymous (the process' own) and file-backed (mapped index files, libraries) resident memory.
+            "idleSplitMB": {k: round(v / 2**20) for k, v in idle_split["this"].items()},
+            "finalSplitMB": {k: round(v / 2**20) for k, v in final_split["this"].items()},
+            "baseline": (
+                {
+                    "idleMB": round(idle["baseline"] / 2**20),
+                    "peakMB": round(peak["baseline"] / 2**20),
+                    "finalMB": round(final["baseline"] / 2**20),
+                    "idleSplitMB": {k: round(v / 2**20) for k, v in idle_split["baseline"].items()},
+                    "finalSplitMB": {k: round(v / 2**20) for k, v in final_split["baseline"].items()},
+                }
+                if "baseline" in services
+                else None
+            ),
         },
         "results": rows,
     }
@@ -156,6 +173,8 @@ def _describe(tree: Path) -> dict[str, Any]:
 def _vector_path(index: dict[str, Any]) -> str:
     from hybridrag.indexing.vectors import IN_MEMORY_MAX_ROWS
 
+    if index.get("serving"):
+        return "int8 codes scanned, float32 rescored from disk"
     if index["chunks"] <= IN_MEMORY_MAX_ROWS:
         two_stage = index.get("twoStage")
         kind = "two-stage (projected scan, exact rescoring)" if two_stage else "exact"
@@ -188,8 +207,20 @@ def to_markdown(report: dict[str, Any]) -> str:
         + markdown_table(headers, rows)
         + (f"\n{note}" if note else "")
         + f"\nService memory (RSS): {mem['idleMB']} MB idle after warm-up, {mem['peakMB']} MB peak, "
-        f"{mem['finalMB']} MB at the end. Rerank off; limit 10; clients on the same 2 cores as the service.\n"
+        f"{mem['finalMB']} MB at the end{_split(mem)}."
+        + (
+            f" Baseline: {mem['baseline']['idleMB']} MB idle, {mem['baseline']['peakMB']} MB peak, "
+            f"{mem['baseline']['finalMB']} MB at the end{_split(mem['baseline'])}."
+            if mem.get("baseline")
+            else ""
+        )
+        + " Rerank off; limit 10; clients on the same 2 cores as the service.\n"
     )
+
+
+def _split(mem: dict[str, Any]) -> str:
+    final = mem.get("finalSplitMB")
+    return f" (anonymous {final['anon']} MB + file-backed {final['file']} MB)" if final else ""
 
 
 def plot(reports: Sequence[dict[str, Any]], target: Path) -> None:

@@ -118,6 +118,26 @@ def rss_bytes(pid: int) -> int:
     return int(sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]))
 
 
+def rss_split(pid: int) -> dict[str, int]:
+    """Resident bytes of the process and its children split as the kernel counts them: `anon` (what the
+    process itself holds: heap, arrays) and `file` (mapped files: the index's memory-mapped files and the
+    libraries, reclaimable page cache); from /proc/<pid>/status, Linux only (zeros elsewhere)."""
+    import psutil
+
+    process = psutil.Process(pid)
+    out = {"anon": 0, "file": 0}
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            lines = Path(f"/proc/{p.pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, value = line.partition(":")
+            if key in ("RssAnon", "RssFile"):
+                out[key[3:].lower()] += int(value.split()[0]) * 1024
+    return out
+
+
 @dataclass(slots=True)
 class DriveResult:
     latencies_ms: list[float] = field(default_factory=list)

@@ -36,6 +36,7 @@ from hybridrag.indexing.graph import (
     synonym_pairs,
 )
 from hybridrag.indexing.keyword import KeywordIndexWriter, KeywordRow
+from hybridrag.indexing.mapped import write_keys
 from hybridrag.indexing.sources import Document, SkippedItem, SourceReport, iter_documents
 from hybridrag.indexing.tables import (
     CHUNK_SCHEMA,
@@ -536,8 +537,16 @@ class IndexBuilder:
             }
 
         with stages.timed("tables"):
-            write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA)
-            write_table(staging / CHUNKS, [chunk_row(c) for c in chunks], CHUNK_SCHEMA)
+            write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA, "uncompressed")
+            write_table(
+                staging / CHUNKS,
+                [chunk_row(c, dates[c.doc_id]) for c in chunks],
+                CHUNK_SCHEMA,
+                "uncompressed",
+            )
+            write_keys(staging / DOCUMENTS, [d.doc_id for d in docs], "doc_id")
+            write_keys(staging / CHUNKS, [c.chunk_id for c in chunks], "chunk_id")
+            write_keys(staging / CHUNKS, [c.doc_id for c in chunks], "doc_id")
 
         manifest: dict[str, Any] = {
             "version": version,

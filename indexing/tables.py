@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,8 @@ CHUNK_SCHEMA = pa.schema(
         ("language", pa.string()),
         ("entity_types", pa.list_(pa.string())),
         ("pages", pa.list_(pa.int32())),  # 1-based pages the chunk lies on (PDF); empty when unpaged
+        # The document's date, per chunk: the filter columns load without parsing a date a chunk.
+        ("date", pa.timestamp("us")),
     ]
 )
 
@@ -61,11 +65,12 @@ class Chunk:
     pages: list[int] = field(default_factory=list)
 
 
-def write_table(path: Path, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
-    """Write atomically: a reader never sees a half-written table."""
+def write_table(path: Path, rows: list[dict[str, Any]], schema: pa.Schema, compression: str = "zstd") -> None:
+    """Write atomically: a reader never sees a half-written table. `compression="uncompressed"` for the
+    tables the service memory-maps (documents, chunks): a compressed one would be decompressed into memory."""
     table = pa.Table.from_pylist(rows, schema=schema)
     tmp = path.with_name(path.name + ".tmp")
-    feather.write_feather(table, tmp, compression="zstd")
+    feather.write_feather(table, tmp, compression=compression)
     os.replace(tmp, path)
 
 
@@ -99,7 +104,7 @@ def document_from_row(row: dict[str, Any]) -> Document:
     )
 
 
-def chunk_row(chunk: Chunk) -> dict[str, Any]:
+def chunk_row(chunk: Chunk, date: datetime | None = None) -> dict[str, Any]:
     return {
         "chunk_id": chunk.chunk_id,
         "doc_id": chunk.doc_id,
@@ -111,12 +116,16 @@ def chunk_row(chunk: Chunk) -> dict[str, Any]:
         "language": chunk.language,
         "entity_types": list(chunk.entity_types),
         "pages": list(chunk.pages),
+        "date": date,
     }
+
+
+_CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk))
 
 
 def chunk_from_row(row: dict[str, Any]) -> Chunk:
     # Versions written before `pages` existed read as unpaged.
-    fields = {k: row[k] for k in CHUNK_SCHEMA.names if k in row}
+    fields = {k: row[k] for k in _CHUNK_FIELDS if k in row}
     fields["pages"] = fields.get("pages") or []
     return Chunk(**fields)
 

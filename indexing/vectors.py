@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from hybridrag.indexing.filters import ChunkFilters
+from hybridrag.indexing.quantized import QuantizedVectors, present, write_serving_files
 
 TABLE = "chunks"
 ANN_THRESHOLD = 50_000
@@ -32,6 +33,7 @@ PROJECTED_MIN_ROWS = 50_000
 PROJECTED_DIMS = 96
 PROJECTED_CANDIDATES = 2000  # rescored per search, at least
 PROJECTED_PER_RESULT = 40  # and this many per requested result when that is more
+SERVING_KIND = "sq8-rescored"
 
 
 def vector_schema(dim: int) -> pa.Schema:
@@ -80,6 +82,7 @@ class VectorIndexWriter:
     """Creates or updates the LanceDB table of one index version."""
 
     def __init__(self, path: Path, dim: int, create: bool) -> None:
+        self._path = path
         self._db = _connect(path)
         self.dim = dim
         if create:
@@ -98,11 +101,14 @@ class VectorIndexWriter:
         if doc_ids:
             self._table.delete(f"doc_id IN ({_sql_list(doc_ids)})")
 
-    def finish(self) -> dict[str, Any]:
-        """Build the ANN and scalar indexes when the table is large enough; returns what was built."""
+    def finish(self, ann: bool = False) -> dict[str, Any]:
+        """Write the serving files (`indexing.quantized`: int8 codes to scan, float32 vectors to rescore);
+        with `ann`, also LanceDB's own ANN and scalar indexes when the table is large enough (the service
+        reads the serving files, so a build leaves them out). Returns what was built."""
         rows = int(self._table.count_rows())
-        built: dict[str, Any] = {"rows": rows, "ann": None}
-        if rows >= ANN_THRESHOLD:
+        write_serving_files(self._path, self._table, self.dim)
+        built: dict[str, Any] = {"rows": rows, "ann": None, "serving": SERVING_KIND}
+        if ann and rows >= ANN_THRESHOLD:
             from lancedb.index import BTree, IvfHnswSq, LabelList
 
             partitions = max(1, int(math.sqrt(rows) / 4))
@@ -133,6 +139,7 @@ class VectorIndex:
         dim: int,
         in_memory_max_rows: int = IN_MEMORY_MAX_ROWS,
         projected_min_rows: int = PROJECTED_MIN_ROWS,
+        quantized: bool = True,
     ) -> None:
         self._table = _connect(path).open_table(TABLE)
         self.dim = dim
@@ -143,7 +150,14 @@ class VectorIndex:
         self._row: dict[str, int] = {}
         self._projected: ProjectedScan | None = None
         self._columns: pa.Table | None = None
-        if 0 < self._rows <= in_memory_max_rows:
+        self._quantized: QuantizedVectors | None = None
+        if quantized and present(path):
+            self._quantized = QuantizedVectors.open(path, dim)
+            if self._quantized.rows != self._rows:
+                raise ValueError(
+                    f"serving files of {path} hold {self._quantized.rows} rows, the table {self._rows}"
+                )
+        elif 0 < self._rows <= in_memory_max_rows:
             table = self._table.to_arrow()
             ids, matrix = _ids_and_vectors(table, dim)
             # The filter columns, in row order: filtered searches are answered in memory too.
@@ -157,8 +171,17 @@ class VectorIndex:
 
     @property
     def two_stage(self) -> bool:
-        """True when unfiltered searches rescore the candidates of a projected scan, not every vector."""
-        return self._projected is not None
+        """True when unfiltered searches rescore the candidates of a first, approximate stage."""
+        return self._projected is not None or self._quantized is not None
+
+    @property
+    def kind(self) -> str:
+        """How searches run: `sq8-rescored` (the serving files), `projected`, `exact` (in memory), `lancedb`."""
+        if self._quantized is not None:
+            return SERVING_KIND
+        if self._matrix is None:
+            return "lancedb"
+        return "projected" if self._projected is not None else "exact"
 
     def _search_in_memory(
         self, query: np.ndarray, limit: int, filters: ChunkFilters | None = None
@@ -199,6 +222,15 @@ class VectorIndex:
         if query.shape[0] != self.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, the index has {self.dim}")
         where = filter_sql(filters)
+        if self._quantized is not None:
+            q = self._quantized
+            norm = float(np.linalg.norm(query))
+            unit = query / norm if norm > 0 else query
+            mask = filter_mask(q.columns, filters) if where is not None and filters is not None else None
+            rows, sims, eligible = q.search(unit, limit, mask)
+            return [
+                VectorHit(q.chunk_id(int(r)), float(v)) for r, v in zip(rows, sims, strict=True)
+            ], eligible
         if self._matrix is not None:
             return self._search_in_memory(query, limit, filters if where is not None else None)
         search = self._table.search(query, vector_column_name="vector").distance_type("cosine")
@@ -218,6 +250,9 @@ class VectorIndex:
         """The stored (unit-length) vectors of these chunks; unknown ids are left out."""
         if not chunk_ids:
             return {}
+        if self._quantized is not None:
+            found = {cid: self._quantized.vector(cid) for cid in chunk_ids}
+            return {cid: v for cid, v in found.items() if v is not None}
         if self._matrix is not None:
             return {cid: self._matrix[self._row[cid]] for cid in chunk_ids if cid in self._row}
         table = (

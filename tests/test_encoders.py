@@ -112,8 +112,8 @@ def test_a_build_embeds_passages_with_the_chosen_encoder(
     assert manifest["config"]["encoder"] == "auto"
     assert manifest["embedding"]["encoder"] == "onnx-fp32"
     # Same chunks (content-hashed ids) as the torch-built sample index, and vectors that agree with its.
-    fast = VectorIndex(current_version(out).path / "vectors", embedder.dim)
-    slow = VectorIndex(current_version(sample_index).path / "vectors", embedder.dim)
+    fast = VectorIndex(current_version(out).path / "vectors", embedder.dim, quantized=False)
+    slow = VectorIndex(current_version(sample_index).path / "vectors", embedder.dim, quantized=False)
     assert fast._ids is not None and slow._ids is not None and set(fast._ids) == set(slow._ids)
     ids = list(fast._ids)
     theirs, ours = slow.vectors(ids), fast.vectors(ids)

@@ -1,4 +1,5 @@
-"""The vector store: exact search below the threshold, an IVF_HNSW_SQ index above it, SQL prefilters."""
+"""The vector store: int8 codes scanned and float32 vectors rescored from the serving files; the older paths
+(exact or projected in memory, LanceDB with SQL prefilters and its ANN index) for versions without them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hybridrag.indexing import vectors as vec
 from hybridrag.indexing.filters import ChunkFilters
 
 
-def _fill(path: Path, n: int, dim: int = 32) -> np.ndarray:
+def _fill(path: Path, n: int, dim: int = 32, ann: bool = False) -> np.ndarray:
     rng = np.random.default_rng(7)
     data = rng.normal(size=(n, dim)).astype(np.float32)
     data /= np.linalg.norm(data, axis=1, keepdims=True)
@@ -27,8 +28,8 @@ def _fill(path: Path, n: int, dim: int = 32) -> np.ndarray:
         },
         data,
     )
-    built = writer.finish()
-    assert built["rows"] == n
+    built = writer.finish(ann=ann)
+    assert built["rows"] == n and built["serving"] == "sq8-rescored"
     return data
 
 
@@ -52,20 +53,26 @@ def test_exact_search_and_prefilters(tmp_path: Path) -> None:
 
 def test_in_memory_search_equals_lancedb_exact_search(tmp_path: Path) -> None:
     data = _fill(tmp_path / "v", 400)
-    memory = vec.VectorIndex(tmp_path / "v", 32)
-    lance = vec.VectorIndex(tmp_path / "v", 32, in_memory_max_rows=0)
-    assert memory._matrix is not None and lance._matrix is None
+    serving = vec.VectorIndex(tmp_path / "v", 32)
+    memory = vec.VectorIndex(tmp_path / "v", 32, quantized=False)
+    lance = vec.VectorIndex(tmp_path / "v", 32, in_memory_max_rows=0, quantized=False)
+    assert (serving.kind, memory.kind, lance.kind) == ("sq8-rescored", "exact", "lancedb")
     for q in (0, 17, 399):
         for limit in (1, 10, 400, 1000):
             a, total_a = memory.search(data[q] * 3.0, limit)  # an unnormalised query is fine
             b, total_b = lance.search(data[q] * 3.0, limit)
             assert [h.chunk_id for h in a] == [h.chunk_id for h in b] and total_a == total_b == 400
             assert [h.similarity for h in a] == pytest.approx([h.similarity for h in b], abs=1e-5)
-    # Stored vectors by id, from memory or from LanceDB alike; unknown ids are left out.
+            c, total_c = serving.search(data[q] * 3.0, limit)
+            assert [h.chunk_id for h in c] == [h.chunk_id for h in a] and total_c == 400
+            assert [h.similarity for h in c] == pytest.approx([h.similarity for h in a], abs=1e-5)
+    # Stored vectors by id, from the serving files, memory or LanceDB alike; unknown ids are left out.
     from_memory, from_lance = memory.vectors(["c3", "c7", "nope"]), lance.vectors(["c3", "c7", "nope"])
-    assert set(from_memory) == set(from_lance) == {"c3", "c7"}
+    from_serving = serving.vectors(["c3", "c7", "nope"])
+    assert set(from_memory) == set(from_lance) == set(from_serving) == {"c3", "c7"}
     for cid in from_memory:
         assert from_memory[cid] == pytest.approx(from_lance[cid], abs=1e-6)
+        assert from_serving[cid] == pytest.approx(from_lance[cid], abs=1e-6)
         assert from_memory[cid] == pytest.approx(data[int(cid[1:])], abs=1e-6)
     # Filtered searches are answered in memory with LanceDB's SQL prefilter's answers: same rows, same totals.
     cases = [
@@ -85,6 +92,8 @@ def test_in_memory_search_equals_lancedb_exact_search(tmp_path: Path) -> None:
             b, total_b = lance.search(data[q], limit, f)
             assert [h.chunk_id for h in a] == [h.chunk_id for h in b] and total_a == total_b, f
             assert [h.similarity for h in a] == pytest.approx([h.similarity for h in b], abs=1e-5)
+            c, total_c = serving.search(data[q], limit, f)
+            assert [h.chunk_id for h in c] == [h.chunk_id for h in a] and total_c == total_a, f
     assert memory.search(data[0], 5, ChunkFilters(file_ids=["f1.md"]))[1] == 80
 
 
@@ -97,8 +106,9 @@ def test_filter_values_are_escaped(tmp_path: Path) -> None:
 
 def test_ann_index_above_threshold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vec, "ANN_THRESHOLD", 1000)
-    data = _fill(tmp_path / "v", 2000)
-    index = vec.VectorIndex(tmp_path / "v", 32, in_memory_max_rows=0)  # exercise LanceDB's ANN path
+    data = _fill(tmp_path / "v", 2000, ann=True)
+    # Exercise LanceDB's ANN path (a version written before the serving files).
+    index = vec.VectorIndex(tmp_path / "v", 32, in_memory_max_rows=0, quantized=False)
     assert index._ann
     indices = index._table.list_indices()
     types = {i.index_type for i in indices}
@@ -136,8 +146,8 @@ def test_two_stage_search_rescores_exactly_and_finds_the_exact_top_hits(tmp_path
         data,
     )
     writer.finish()
-    exact = vec.VectorIndex(tmp_path / "v", dim)
-    two = vec.VectorIndex(tmp_path / "v", dim, projected_min_rows=1)
+    exact = vec.VectorIndex(tmp_path / "v", dim, quantized=False)
+    two = vec.VectorIndex(tmp_path / "v", dim, projected_min_rows=1, quantized=False)
     assert two.two_stage and not exact.two_stage
     found = 0
     for q in range(50):
@@ -160,3 +170,77 @@ def test_two_stage_search_rescores_exactly_and_finds_the_exact_top_hits(tmp_path
     assert [h.chunk_id for h in two.search(deep, 2600)[0]] == [
         h.chunk_id for h in exact.search(deep, 2600)[0]
     ]
+
+
+def _clustered(n: int, dim: int, seed: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(40, dim))
+    data = centres[rng.integers(0, 40, n)] + 0.35 * rng.normal(size=(n, dim))
+    return (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_quantized_scan_rescores_exactly_and_matches_exact_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hybridrag.indexing import quantized
+
+    n, dim = 6000, 64
+    data = _clustered(n, dim)
+    writer = vec.VectorIndexWriter(tmp_path / "v", dim, create=True)
+    writer.add(
+        {
+            "chunk_id": [f"c{i}" for i in range(n)],
+            "doc_id": [f"d{i}" for i in range(n)],
+            "file_id": [f"f{i % 3}.md" for i in range(n)],
+            "date": [None] * n,
+            "entity_types": [["place"] if i % 2 else [] for i in range(n)],
+        },
+        data,
+    )
+    writer.finish()
+    assert quantized.present(tmp_path / "v")
+    # Filters broad enough to go through the code scan with a bitmap of the rows they pass.
+    monkeypatch.setattr(quantized, "EXACT_FILTERED_MAX", 100)
+    serving = vec.VectorIndex(tmp_path / "v", dim)
+    exact = vec.VectorIndex(tmp_path / "v", dim, quantized=False)
+    assert serving.kind == "sq8-rescored" and serving.two_stage
+    rng = np.random.default_rng(5)
+    found = 0
+    for q in range(40):
+        query = data[q * 131] + 0.5 * rng.normal(size=dim).astype(np.float32)
+        want, _ = exact.search(query, 10)
+        got, total = serving.search(query, 10)
+        assert total == n and len(got) == 10
+        unit = query / np.linalg.norm(query)
+        for hit in got:  # every similarity is the exact one
+            assert hit.similarity == pytest.approx(float(data[int(hit.chunk_id[1:])] @ unit), abs=1e-5)
+        assert [h.similarity for h in got] == sorted((h.similarity for h in got), reverse=True)
+        found += len({h.chunk_id for h in want} & {h.chunk_id for h in got})
+        filters = ChunkFilters(file_ids=["f1.md"], entity_types=["place"])
+        fgot, ftotal = serving.search(query, 10, filters)
+        fwant, fexact = exact.search(query, 10, filters)
+        assert ftotal == fexact == n // 6
+        assert all(int(h.chunk_id[1:]) % 2 == 1 and int(h.chunk_id[1:]) % 3 == 1 for h in fgot)
+        found += len({h.chunk_id for h in fwant} & {h.chunk_id for h in fgot})
+    assert found / 800 >= 0.99
+
+
+def test_an_update_rewrites_the_serving_files_and_leaves_the_linked_version_alone(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from hybridrag.indexing import quantized
+
+    data = _fill(tmp_path / "v1", 300)
+    # An update's staging copy hard-links the files of the served version (store.clone_into_staging).
+    shutil.copytree(tmp_path / "v1", tmp_path / "v2", copy_function=os.link)
+    before = {name: (tmp_path / "v1" / name).read_bytes() for name in quantized.FILES}
+    writer = vec.VectorIndexWriter(tmp_path / "v2", 32, create=False)
+    writer.delete_documents(["d0", "d1"])
+    writer.finish()
+    assert {name: (tmp_path / "v1" / name).read_bytes() for name in quantized.FILES} == before
+    old, new = vec.VectorIndex(tmp_path / "v1", 32), vec.VectorIndex(tmp_path / "v2", 32)
+    assert old.search(data[0], 1)[0][0].chunk_id == "c0"
+    hits, total = new.search(data[0], 5)
+    assert total == 296 and "c0" not in {h.chunk_id for h in hits}
+    assert new.vectors(["c0", "c5"]).keys() == {"c5"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -463,6 +463,52 @@ def bench_vectors(
     report = run_vector_search(indexes, queries, embedding_model, dataset=data)
     markdown = to_markdown(report)
     write_results(target, report, markdown)
+    typer.echo(markdown)
+
+
+@bench_app.command("scale")
+def bench_scale(
+    dataset: Annotated[
+        Path,
+        typer.Option("--dataset", help="BEIR-layout folder: its corpus is the base of the synthetic ones"),
+    ],
+    chunks: Annotated[
+        str, typer.Option("--chunks", help="Comma-separated corpus sizes in chunks, e.g. 1000,20000,100000")
+    ] = "1000,20000,100000",
+    split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
+    searches: Annotated[int, typer.Option(min=4, help="Searches per size (a quarter per strategy)")] = 1000,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="JSON file (.md table and .png plot beside it)")
+    ] = None,
+) -> None:
+    """Memory (anonymous / file-backed), load time, p50/p95 per strategy and vector recall@10 against N."""
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.scale import plot, run_scale, to_markdown
+    from hybridrag.indexing.build import BuildConfig
+
+    try:
+        sizes = sorted({int(x) for x in chunks.split(",") if x.strip()})
+    except ValueError:
+        raise typer.BadParameter(f"not a list of integers: {chunks!r}", param_hint="--chunks") from None
+    if not sizes or sizes[0] < 1:
+        raise typer.BadParameter("sizes must be positive integers", param_hint="--chunks")
+    data = load_beir(dataset, split)
+    queries = [data.queries[q][:1000] for q in sorted(data.queries)]
+    base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    target = out or RESULTS / f"scale-{data.name}-{embedding_model}.json"
+
+    def index_for(n: int) -> tuple[Path, dict[str, Any] | None]:
+        index_dir = synthetic_index(data.name, base, n, embedding_model, target)
+        report = target.with_name(f"build-synthetic-{n}.json")
+        built = json.loads(report.read_text("utf-8")) if report.is_file() else None
+        return index_dir, built
+
+    report = run_scale(sizes, index_for, queries, embedding_model, searches)
+    markdown = to_markdown(report)
+    write_results(target, report, markdown)
+    plot(report, target.with_suffix(".png"))
     typer.echo(markdown)
 
 

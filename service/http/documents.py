@@ -145,15 +145,13 @@ async def get_task(task_id: str, request: Request) -> Response:
 @reads.get(
     "/v1/documents", summary="The documents the index holds, by id, a page at a time", responses=_ERRORS
 )
-async def list_documents(
+def list_documents(
     index: IndexDep,
     offset: int = Query(0, ge=0),
     limit: int = Query(100, ge=1, le=1000),
 ) -> Response:
-    ids = sorted(index.documents)
     page = []
-    for doc_id in ids[offset : offset + limit]:
-        doc = index.documents[doc_id]
+    for doc in index.documents.page(offset, limit):
         page.append(
             DocumentSummary(
                 id=doc.doc_id,
@@ -162,10 +160,14 @@ async def list_documents(
                 url=doc.url,
                 date=doc.date,
                 language=doc.language,
-                chunks=len(index.chunks_by_doc.get(doc_id, [])),
+                chunks=index.chunks.count_of_doc(doc.doc_id),
             )
         )
     answer = DocumentList(
-        documents=page, total=len(ids), offset=offset, limit=limit, index_version=index.version_name
+        documents=page,
+        total=len(index.documents),
+        offset=offset,
+        limit=limit,
+        index_version=index.version_name,
     )
     return Response(answer.model_dump_json(by_alias=True), media_type="application/json")

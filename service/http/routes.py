@@ -234,7 +234,7 @@ async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> dict[
     doc = index.documents.get(doc_id)
     if doc is None:
         raise ProblemError(404, f"no document with id {echo(doc_id)}")
-    chunk_ids = index.chunks_by_doc.get(doc_id, [])
+    chunk_ids = index.chunks.of_doc(doc_id)
     return {
         "id": doc.doc_id,
         "fileId": doc.file_id,
@@ -263,7 +263,7 @@ async def get_chunk(chunk_id: str, engine: EngineDep, index: IndexDep) -> dict[s
     if chunk is None:
         raise ProblemError(404, f"no chunk with id {echo(chunk_id)}")
     doc = index.documents[chunk.doc_id]
-    siblings = index.chunks_by_doc.get(chunk.doc_id, [])
+    siblings = index.chunks.of_doc(chunk.doc_id)
     at = next(i for i, c in enumerate(siblings) if c.chunk_id == chunk_id)
     return {
         "id": chunk.chunk_id,

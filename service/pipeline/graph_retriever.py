@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import sparse
 
 from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
@@ -347,6 +349,60 @@ def _seconds(value: datetime | None) -> float:
 _EPOCH = datetime(1970, 1, 1)
 
 
+@dataclass(frozen=True, slots=True)
+class ChunkColumns:
+    """The filter columns of the graph's chunks, aligned with `GraphIndex.chunk_ids`, so a filter is one
+    vectorised mask per query: file ids as an Arrow column (mapped from the chunk table where it can be),
+    one boolean array per entity type, dates as seconds (NaN for none)."""
+
+    file_ids: pa.ChunkedArray
+    by_type: dict[str, np.ndarray]
+    seconds: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.seconds)
+
+    def of_files(self, file_ids: Sequence[str]) -> np.ndarray:
+        hit = pc.is_in(self.file_ids, value_set=pa.array(list(file_ids), pa.string()))
+        return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+    @classmethod
+    def from_arrow(
+        cls, file_ids: pa.ChunkedArray, entity_types: pa.ChunkedArray, dates: pa.ChunkedArray
+    ) -> ChunkColumns:
+        """From the chunk table's columns (`file_id`, `entity_types`, `date`), in its row order."""
+        n = len(file_ids)
+        types = entity_types.combine_chunks()
+        flat = types.flatten()
+        parents = pc.list_parent_indices(types).to_numpy(zero_copy_only=False)
+        by_type: dict[str, np.ndarray] = {}
+        for t in sorted(set(pc.unique(flat).to_pylist()) - {None}):
+            column = np.zeros(n, dtype=bool)
+            column[parents[np.asarray(pc.equal(flat, t).to_numpy(zero_copy_only=False), dtype=bool)]] = True
+            by_type[t] = column
+        micros = pc.cast(dates, pa.timestamp("us")).cast(pa.int64())
+        seconds = pc.fill_null(pc.divide(pc.cast(micros, pa.float64()), 1e6), float("nan"))
+        return cls(file_ids, by_type, np.asarray(seconds.to_numpy(), dtype=np.float64))
+
+    @classmethod
+    def from_chunks(
+        cls, chunk_ids: Sequence[str], chunks: Mapping[str, Chunk], dates: Mapping[str, datetime | None]
+    ) -> ChunkColumns:
+        """From chunk objects (a table written before chunk dates were stored; a chunk id it lacks passes
+        no file, type or date filter)."""
+        found = [chunks.get(c) for c in chunk_ids]
+        by_type: dict[str, np.ndarray] = {}
+        for i, chunk in enumerate(found):
+            for t in chunk.entity_types if chunk is not None else ():
+                by_type.setdefault(t, np.zeros(len(found), dtype=bool))[i] = True
+        return cls(
+            pa.chunked_array([pa.array([c.file_id if c else None for c in found], pa.string())]),
+            by_type,
+            np.array([_seconds(dates.get(c)) for c in chunk_ids], dtype=np.float64),
+        )
+
+
 class GraphRetriever:
     """Personalised PageRank from the query's entities and top passages; communities for global questions.
 
@@ -359,25 +415,16 @@ class GraphRetriever:
     def __init__(
         self,
         graph: GraphIndex,
-        chunks: Mapping[str, Chunk],
-        chunk_dates: Mapping[str, datetime | None],
+        columns: ChunkColumns,
         analyzer: Analyzer,
         seeders: Mapping[str, Retriever] | None = None,
     ) -> None:
+        if columns.size != len(graph.chunk_ids):
+            raise ValueError(f"{columns.size} chunk columns for a graph of {len(graph.chunk_ids)} chunks")
         self.graph = graph
         self._analyzer = analyzer
         self._seeders = dict(seeders or {})
-        # Per-chunk columns aligned with graph.chunk_ids, so filters are one vectorised mask per query
-        # rather than a Python call per matching chunk (tens of thousands at 100k chunks).
-        ids = graph.chunk_ids
-        files = sorted({chunks[c].file_id for c in ids if c in chunks})
-        self._file_code = {f: i for i, f in enumerate(files)}
-        self._file_codes = np.array([self._file_code[chunks[c].file_id] if c in chunks else -1 for c in ids])
-        self._by_type: dict[str, np.ndarray] = {}
-        for i, cid in enumerate(ids):
-            for t in chunks[cid].entity_types if cid in chunks else ():
-                self._by_type.setdefault(t, np.zeros(len(ids), dtype=bool))[i] = True
-        self._seconds = np.array([_seconds(chunk_dates.get(c)) for c in ids], dtype=np.float64)
+        self._columns = columns
 
     def names_in(self, text: str) -> list[str]:
         """Names of the graph's entities that `text` spells (any letter case), longest first; a name inside
@@ -397,10 +444,10 @@ class GraphRetriever:
         """Which chunk positions pass the filters: the rules of the keyword and vector stores (a file id or
         chunk id listed, a mention of a listed entity type, a date inside the range; no date fails a range)."""
         n = len(self.graph.chunk_ids)
+        columns = self._columns
         mask = np.ones(n, dtype=bool)
         if filters.file_ids is not None:
-            codes = [self._file_code[f] for f in filters.file_ids if f in self._file_code]
-            mask &= np.isin(self._file_codes, codes)
+            mask &= columns.of_files(filters.file_ids)
         if filters.chunk_ids is not None:
             wanted = np.zeros(n, dtype=bool)
             wanted[[self.graph.chunk_index[c] for c in filters.chunk_ids if c in self.graph.chunk_index]] = (
@@ -410,15 +457,15 @@ class GraphRetriever:
         if filters.entity_types is not None:
             typed = np.zeros(n, dtype=bool)
             for t in filters.entity_types:
-                if t in self._by_type:
-                    typed |= self._by_type[t]
+                if t in columns.by_type:
+                    typed |= columns.by_type[t]
             mask &= typed
         if filters.date_start is not None or filters.date_end is not None:
-            dated = ~np.isnan(self._seconds)
+            dated = ~np.isnan(columns.seconds)
             if filters.date_start is not None:
-                dated &= self._seconds >= _seconds(filters.date_start)
+                dated &= columns.seconds >= _seconds(filters.date_start)
             if filters.date_end is not None:
-                dated &= self._seconds <= _seconds(filters.date_end)
+                dated &= columns.seconds <= _seconds(filters.date_end)
             mask &= dated
         return mask
 

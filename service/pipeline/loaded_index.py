@@ -1,4 +1,4 @@
-"""One index version loaded for serving: tables in memory, stores opened, retrievers built.
+"""One index version loaded for serving: tables memory-mapped, stores opened, retrievers built.
 
 A search takes a reference to one `LoadedIndex` at its start and uses nothing else, so a version switch
 during a search never mixes two versions in one response.
@@ -15,10 +15,10 @@ from hybridrag.indexing.build import BuildConfig, parse_date
 from hybridrag.indexing.embedders import Embedder
 from hybridrag.indexing.graph import GRAPH_JSON
 from hybridrag.indexing.keyword import KeywordIndex
-from hybridrag.indexing.sources import Document
-from hybridrag.indexing.tables import CHUNKS, DOCUMENTS, Chunk, chunk_from_row, document_from_row, read_table
+from hybridrag.indexing.mapped import ChunkTable, DocumentTable
+from hybridrag.indexing.tables import CHUNKS, DOCUMENTS
 from hybridrag.indexing.vectors import PROJECTED_MIN_ROWS, VectorIndex
-from hybridrag.pipeline.graph_retriever import GraphIndex, GraphRetriever
+from hybridrag.pipeline.graph_retriever import ChunkColumns, GraphIndex, GraphRetriever
 from hybridrag.pipeline.retrievers import KeywordRetriever, Retriever, SemanticRetriever
 
 
@@ -26,18 +26,11 @@ from hybridrag.pipeline.retrievers import KeywordRetriever, Retriever, SemanticR
 class LoadedIndex:
     version: store.IndexVersion
     analyzer: Analyzer
-    documents: dict[str, Document]
-    chunks: dict[str, Chunk]
+    documents: DocumentTable
+    chunks: ChunkTable
     keyword: KeywordIndex
     retrievers: dict[str, Retriever]
     unavailable: dict[str, str] = field(default_factory=dict)
-    chunks_by_doc: dict[str, list[Chunk]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for chunk in self.chunks.values():
-            self.chunks_by_doc.setdefault(chunk.doc_id, []).append(chunk)
-        for chunks in self.chunks_by_doc.values():
-            chunks.sort(key=lambda c: c.position)
 
     @property
     def version_name(self) -> str:
@@ -55,13 +48,8 @@ def load_index(
     config = BuildConfig.from_manifest(version.manifest)
     analyzer = Analyzer(config.sudachi_mode)
     try:
-        documents = {
-            d.doc_id: d
-            for d in (document_from_row(r) for r in read_table(version.path / DOCUMENTS).to_pylist())
-        }
-        chunks = {
-            c.chunk_id: c for c in (chunk_from_row(r) for r in read_table(version.path / CHUNKS).to_pylist())
-        }
+        documents = DocumentTable(version.path / DOCUMENTS)
+        chunks = ChunkTable(version.path / CHUNKS)
         keyword = KeywordIndex(
             version.path / "keyword", analyzer, config.bigram_weight, config.japanese_tokens
         )
@@ -95,12 +83,27 @@ def load_index(
     graph_dir = version.path / "graph"
     if (graph_dir / GRAPH_JSON).is_file():
         try:
+            # The graph's chunk nodes follow the chunk table's rows, so its columns serve the graph as they are.
             graph = GraphIndex.load(graph_dir, list(chunks))
         except (OSError, ValueError, KeyError) as exc:
             raise store.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
-        dates = {cid: parse_date(documents[c.doc_id].date) for cid, c in chunks.items()}
         seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}
-        retrievers["graph"] = GraphRetriever(graph, chunks, dates, analyzer, seeders)
+        retrievers["graph"] = GraphRetriever(graph, _chunk_columns(chunks, documents), analyzer, seeders)
     else:
         unavailable["graph"] = "the index was built without a knowledge graph"
     return LoadedIndex(version, analyzer, documents, chunks, keyword, retrievers, unavailable)
+
+
+def _chunk_columns(chunks: ChunkTable, documents: DocumentTable) -> ChunkColumns:
+    """The graph's filter columns, in the chunk table's row order: its own columns when it stores dates
+    (mapped, no per-chunk Python), else from the chunk objects (a version written before)."""
+    table = chunks.table
+    if "date" in table.column_names:
+        return ChunkColumns.from_arrow(
+            table.column("file_id"), table.column("entity_types"), table.column("date")
+        )
+    doc_dates = {
+        doc_id: parse_date(documents[doc_id].date) for doc_id in set(table.column("doc_id").to_pylist())
+    }
+    dates = {cid: doc_dates.get(c.doc_id) for cid, c in chunks.items()}
+    return ChunkColumns.from_chunks(list(chunks), chunks, dates)

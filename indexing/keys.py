@@ -1,0 +1,60 @@
+"""Id -> row lookups as two flat arrays: sorted 64-bit hashes of the ids and the rows they belong to.
+
+A dict of a million ids costs ~100 bytes an id and seconds to build at every load; these arrays cost 16 bytes
+an id, are written once with the table they index and memory-mapped when it is opened. A lookup is one binary
+search; the caller checks the row's own id, so a hash collision never returns a wrong row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+KEY_DTYPE = np.dtype([("hash", "<u8"), ("row", "<i8")])
+
+
+def key_hash(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyIndex:
+    hashes: np.ndarray  # uint64, ascending
+    rows: np.ndarray  # int64, the row of each hash (rows of one hash ascending)
+
+    @classmethod
+    def build(cls, keys: Iterable[str]) -> KeyIndex:
+        hashes = np.fromiter((key_hash(k) for k in keys), dtype=np.uint64)
+        order = np.lexsort((np.arange(len(hashes)), hashes))
+        return cls(hashes[order], order.astype(np.int64))
+
+    @classmethod
+    def load(cls, path: Path) -> KeyIndex:
+        data = np.load(path, mmap_mode="r")
+        if data.dtype != KEY_DTYPE:
+            raise ValueError(f"{path} is not a key index")
+        return cls(data["hash"], data["row"])
+
+    def save(self, path: Path) -> None:
+        """Written beside its table, atomically (a new file, never the served one rewritten in place)."""
+        data = np.empty(len(self.hashes), dtype=KEY_DTYPE)
+        data["hash"], data["row"] = self.hashes, self.rows
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, data)
+        os.replace(tmp, path)
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def rows_of(self, key: str) -> np.ndarray:
+        """Candidate rows of `key` (usually one, more for a repeated key or a hash collision)."""
+        h = np.uint64(key_hash(key))
+        lo = int(np.searchsorted(self.hashes, h, side="left"))
+        hi = int(np.searchsorted(self.hashes, h, side="right"))
+        return np.asarray(self.rows[lo:hi])

@@ -1,0 +1,121 @@
+"""The documents and chunks tables as the service reads them: memory-mapped, one row read per hit.
+
+The service used to hold every document and chunk as a Python object (~11 KB a chunk with the vectors). These
+mappings keep only flat arrays resident: the id -> row lookups (`keys.KeyIndex`, 16 bytes an id, written
+beside the table, memory-mapped too); text and metadata stay in the Arrow file and the page cache. Tables
+written uncompressed are mapped without a copy; older, compressed ones are decompressed once at load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.feather as feather
+
+from hybridrag.indexing.keys import KeyIndex
+from hybridrag.indexing.sources import Document
+from hybridrag.indexing.tables import Chunk, chunk_from_row, document_from_row
+
+
+def keys_path(table_path: Path, column: str) -> Path:
+    """Where the lookup of `column` in the table at `table_path` is kept: chunks.arrow -> chunks.chunk_id.keys.npy."""
+    return table_path.with_name(f"{table_path.name.split('.')[0]}.{column}.keys.npy")
+
+
+def write_keys(table_path: Path, ids: list[str], column: str) -> None:
+    KeyIndex.build(ids).save(keys_path(table_path, column))
+
+
+def _keys(table: pa.Table, table_path: Path, column: str) -> KeyIndex:
+    path = keys_path(table_path, column)
+    if path.is_file():
+        keys = KeyIndex.load(path)
+        if len(keys) == table.num_rows:
+            return keys
+    # A version written before the lookups existed: built in memory, once per load.
+    return KeyIndex.build(table.column(column).to_pylist())
+
+
+def _rows(table: pa.Table, rows: np.ndarray) -> list[dict]:
+    return table.take(pa.array(rows, pa.int64())).to_pylist() if len(rows) else []
+
+
+class _MappedTable:
+    def __init__(self, path: Path, id_column: str) -> None:
+        self.table = feather.read_table(path, memory_map=True)
+        self._id_column = id_column
+        self._ids = self.table.column(id_column)
+        self._keys = _keys(self.table, path, id_column)
+
+    def row(self, key: str) -> int | None:
+        for row in self._keys.rows_of(key):
+            if self._ids[int(row)].as_py() == key:
+                return int(row)
+        return None
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.row(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        """Ids in row order (the order the builder wrote, which the graph's chunk nodes follow)."""
+        for chunk in self._ids.chunks:
+            yield from chunk.to_pylist()
+
+    def column(self, name: str) -> pa.ChunkedArray:
+        return self.table.column(name)
+
+
+class ChunkTable(_MappedTable, Mapping[str, Chunk]):
+    """chunks.arrow: a `Mapping` from chunk id to `Chunk`, each read from its row when asked for."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, "chunk_id")
+        self._docs = _keys(self.table, path, "doc_id")
+
+    def __getitem__(self, chunk_id: str) -> Chunk:
+        row = self.row(chunk_id)
+        if row is None:
+            raise KeyError(chunk_id)
+        return self.at(row)
+
+    def at(self, row: int) -> Chunk:
+        return chunk_from_row(self.table.slice(row, 1).to_pylist()[0])
+
+    def of_doc(self, doc_id: str) -> list[Chunk]:
+        """The document's chunks in reading order (none for an unknown id)."""
+        rows = np.sort(self._docs.rows_of(doc_id))
+        chunks = [chunk_from_row(r) for r in _rows(self.table, rows) if r["doc_id"] == doc_id]
+        return sorted(chunks, key=lambda c: c.position)
+
+    def count_of_doc(self, doc_id: str) -> int:
+        rows = self._docs.rows_of(doc_id)
+        docs = self.table.column("doc_id")
+        return sum(1 for r in rows if docs[int(r)].as_py() == doc_id)
+
+
+class DocumentTable(_MappedTable, Mapping[str, Document]):
+    """documents.arrow: a `Mapping` from document id to `Document`, read from its row when asked for."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, "doc_id")
+        self._sorted: np.ndarray | None = None
+
+    def __getitem__(self, doc_id: str) -> Document:
+        row = self.row(doc_id)
+        if row is None:
+            raise KeyError(doc_id)
+        return document_from_row(self.table.slice(row, 1).to_pylist()[0])
+
+    def page(self, offset: int, limit: int) -> list[Document]:
+        """Documents in id order, `limit` from `offset` (the order is sorted once, in Arrow, on first use)."""
+        if self._sorted is None:
+            self._sorted = pc.sort_indices(self._ids).to_numpy()
+        rows = np.asarray(self._sorted[offset : offset + limit])
+        return [document_from_row(r) for r in _rows(self.table, rows)]

@@ -1,0 +1,93 @@
+"""The documents and chunks tables as the service reads them: memory-mapped rows, flat id lookups."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hybridrag.indexing.keys import KeyIndex
+from hybridrag.indexing.mapped import ChunkTable, DocumentTable, keys_path, write_keys
+from hybridrag.indexing.sources import Document
+from hybridrag.indexing.tables import (
+    CHUNK_SCHEMA,
+    DOCUMENT_SCHEMA,
+    Chunk,
+    chunk_row,
+    document_row,
+    write_table,
+)
+
+
+def _chunks() -> list[Chunk]:
+    # Two documents whose chunks are interleaved and out of order in the table, as an update leaves them.
+    return [
+        Chunk("c-b1", "b", "f2.md", 1, 10, 20, "second of b", "en", ["person"]),
+        Chunk("c-a0", "a", "f1.md", 0, 0, 9, "first of a", "en", []),
+        Chunk("c-b0", "b", "f2.md", 0, 0, 9, "first of b", "en", [], [2]),
+        Chunk("c-a1", "a", "f1.md", 1, 10, 19, "second of a", "en", ["place"]),
+    ]
+
+
+def _write(folder: Path, compression: str = "uncompressed", keys: bool = True) -> tuple[Path, Path]:
+    docs = [
+        Document("b", "f2.md", "Bee", "first of b second of b", date="2020-01-02"),
+        Document("a", "f1.md", "Ay", "first of a second of a", metadata={"k": 1}),
+    ]
+    chunks = _chunks()
+    dates = {"a": None, "b": datetime(2020, 1, 2)}
+    doc_path, chunk_path = folder / "documents.arrow", folder / "chunks.arrow"
+    write_table(doc_path, [document_row(d) for d in docs], DOCUMENT_SCHEMA, compression)
+    write_table(chunk_path, [chunk_row(c, dates[c.doc_id]) for c in chunks], CHUNK_SCHEMA, compression)
+    if keys:
+        write_keys(doc_path, [d.doc_id for d in docs], "doc_id")
+        write_keys(chunk_path, [c.chunk_id for c in chunks], "chunk_id")
+        write_keys(chunk_path, [c.doc_id for c in chunks], "doc_id")
+    return doc_path, chunk_path
+
+
+@pytest.mark.parametrize(("compression", "keys"), [("uncompressed", True), ("zstd", False)])
+def test_tables_read_rows_by_id(tmp_path: Path, compression: str, keys: bool) -> None:
+    # Uncompressed with lookups is what a build writes; zstd without them is a version written before.
+    doc_path, chunk_path = _write(tmp_path, compression, keys)
+    assert keys_path(chunk_path, "chunk_id").is_file() == keys
+    documents, chunks = DocumentTable(doc_path), ChunkTable(chunk_path)
+    assert len(chunks) == 4 and list(chunks) == [c.chunk_id for c in _chunks()]  # row order
+    for expected in _chunks():
+        assert chunks[expected.chunk_id] == expected
+    assert "c-a1" in chunks and "nope" not in chunks and chunks.get("nope") is None
+    with pytest.raises(KeyError):
+        chunks["nope"]
+    assert [c.chunk_id for c in chunks.of_doc("b")] == ["c-b0", "c-b1"]
+    assert [c.chunk_id for c in chunks.of_doc("a")] == ["c-a0", "c-a1"]
+    assert chunks.of_doc("zzz") == [] and chunks.count_of_doc("b") == 2 and chunks.count_of_doc("zzz") == 0
+    assert documents["a"].metadata == {"k": 1} and documents["b"].date == "2020-01-02"
+    assert "c" not in documents and len(documents) == 2
+    assert [d.doc_id for d in documents.page(0, 10)] == ["a", "b"]  # id order, whatever the row order
+    assert [d.doc_id for d in documents.page(1, 10)] == ["b"] and documents.page(5, 10) == []
+    assert chunks.table.column("date").to_pylist() == [datetime(2020, 1, 2), None, datetime(2020, 1, 2), None]
+
+
+def test_a_hash_collision_never_returns_another_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hybridrag.indexing import keys
+
+    _doc_path, chunk_path = _write(tmp_path, keys=False)
+    # Every id hashes alike: the lookup finds every row as a candidate and must pick by the id itself.
+    monkeypatch.setattr(keys, "key_hash", lambda key: 7)
+    chunks = ChunkTable(chunk_path)
+    assert [chunks[c.chunk_id].chunk_id for c in _chunks()] == [c.chunk_id for c in _chunks()]
+    assert "nope" not in chunks and [c.chunk_id for c in chunks.of_doc("a")] == ["c-a0", "c-a1"]
+
+
+def test_key_index_round_trips_and_keeps_repeated_keys(tmp_path: Path) -> None:
+    index = KeyIndex.build(["x", "y", "x", "z"])
+    index.save(tmp_path / "k.npy")
+    loaded = KeyIndex.load(tmp_path / "k.npy")
+    assert sorted(loaded.rows_of("x").tolist()) == [0, 2] and loaded.rows_of("y").tolist() == [1]
+    assert loaded.rows_of("w").tolist() == [] and len(loaded) == 4
+    assert isinstance(loaded.hashes, np.memmap)  # mapped, not read into memory
+    np.save(tmp_path / "bad.npy", np.zeros(3))
+    with pytest.raises(ValueError, match="not a key index"):
+        KeyIndex.load(tmp_path / "bad.npy")
