@@ -45,7 +45,7 @@ def measure_index(
     assert isinstance(retriever, GraphRetriever)
     graph = retriever.graph
     t0 = time.perf_counter()
-    GraphIndex.load(version.path / "graph", list(engine.index.chunks))
+    GraphIndex.load(version.path / "graph", engine.index.chunks)
     load_s = time.perf_counter() - t0
     classifier = QueryClassifier(engine.index.analyzer)
     seed_ms, walk_ms, total_ms, sizes = [], [], [], []
@@ -71,7 +71,7 @@ def measure_index(
     stage_s = version.manifest.get("stageSeconds", {})
     return {
         "label": label,
-        "chunks": len(graph.chunk_ids),
+        "chunks": len(graph.chunks),
         "entities": len(graph.entities),
         "relations": len(graph.relations),
         "synonyms": len(graph.synonym_pairs),

@@ -37,6 +37,7 @@ hybridrag bench extract --source ../shared/data/pdf                     # PDF ex
 hybridrag bench graph --dataset ../shared/data/scifact --split train     # graph size and stage cost, 12.5k + 100k
 hybridrag bench profile --dataset ../shared/data/scifact --split train   # per-stage milliseconds, 12.5k + 100k
 hybridrag bench vectors --dataset ../shared/data/scifact --split train   # exact vs two-stage vector search, 12.5k + 100k
+hybridrag bench scale --dataset ../shared/data/scifact --split train --chunks 1000,20000,100000  # memory, load, latency, recall against N
 python -m hybridrag.benchmarks.japanese_tokenization ../shared/data/jaquad_ja dev benchmarks/.cache/jaquad_ja-minilm-800
 ```
 
@@ -282,6 +283,7 @@ def main() -> None:
     parts = [HEADER, "## Summary\n\n", summary(), "\n"]
     parts += [f"![quality](results/quality-{DEFAULT_MODEL}.png)\n\n"]
     parts += [f"![latency](results/{p.name})\n\n" for p in sorted(RESULTS.glob("latency-*.png"))]
+    parts += [f"![scale](results/{p.name})\n\n" for p in sorted(RESULTS.glob("scale-*.png"))]
     notes = Path(__file__).parent / "notes.md"
     if notes.is_file():  # the prose that goes with the tables (hand-written, with its history)
         parts.append("## Notes and history\n\n" + notes.read_text("utf-8").strip() + "\n\n")

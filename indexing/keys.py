@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,3 +58,11 @@ class KeyIndex:
         lo = int(np.searchsorted(self.hashes, h, side="left"))
         hi = int(np.searchsorted(self.hashes, h, side="right"))
         return np.asarray(self.rows[lo:hi])
+
+    def first_rows(self, keys: Sequence[str]) -> np.ndarray:
+        """The first candidate row of each key, -1 for a key not held (one binary search for all)."""
+        if not len(self.hashes) or not keys:
+            return np.full(len(keys), -1, dtype=np.int64)
+        wanted = np.fromiter((key_hash(k) for k in keys), dtype=np.uint64, count=len(keys))
+        at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
+        return np.where(self.hashes[at] == wanted, self.rows[at], -1).astype(np.int64)

@@ -8,7 +8,7 @@ written uncompressed are mapped without a copy; older, compressed ones are decom
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +70,25 @@ class _MappedTable:
 
     def column(self, name: str) -> pa.ChunkedArray:
         return self.table.column(name)
+
+    def id_at(self, row: int) -> str:
+        return str(self._ids[row].as_py())
+
+    def rows(self, keys: Sequence[str]) -> np.ndarray:
+        """The row of each key, -1 for an unknown one: hashed and searched together, then checked against
+        the ids themselves in one comparison (a key whose first candidate is not its row is looked up alone)."""
+        rows = self._keys.first_rows(keys)
+        if not len(rows):
+            return rows
+        found = rows >= 0
+        if found.any():
+            held = self._ids.take(pa.array(rows[found], pa.int64()))
+            same = pc.equal(held, pa.array([k for k, f in zip(keys, found, strict=True) if f], pa.string()))
+            wrong = np.flatnonzero(found)[~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)]
+            for i in wrong:
+                row = self.row(keys[int(i)])
+                rows[i] = -1 if row is None else row
+        return rows
 
 
 class ChunkTable(_MappedTable, Mapping[str, Chunk]):

@@ -315,7 +315,8 @@ def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) 
 
     index = client.app.state.engine.index  # type: ignore[attr-defined]
     retriever = index.retrievers["graph"]
-    ids = retriever.graph.chunk_ids
+    ids = [retriever.graph.chunks.id_at(i) for i in range(len(retriever.graph.chunks))]
+    assert ids == list(index.chunks)  # the graph's chunk nodes are the chunk table's rows
     chunks = index.chunks
     dates = {cid: parse_date(index.documents[c.doc_id].date) for cid, c in chunks.items()}
     some_file = chunks[ids[0]].file_id
@@ -560,3 +561,19 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
     assert entity_docs(index_dir) == recased
     builder.delete(["tr"])
     assert "trent reznor" not in entity_docs(index_dir)
+
+
+def test_a_chunks_entities_come_from_its_edges_most_mentioned_first(
+    client: TestClient, sample_index: Path
+) -> None:
+    graph, _ = GraphData.load(store.current_version(sample_index).path / "graph")
+    index = client.app.state.engine.index  # type: ignore[attr-defined]
+    loaded = index.retrievers["graph"].graph
+    expected: dict[str, list[str]] = {}
+    for e in sorted(graph.entities, key=lambda e: (-e.mentions, e.id)):
+        for cid in dict.fromkeys(e.chunk_ids):
+            expected.setdefault(cid, []).append(e.id)
+    assert expected
+    for cid in index.chunks:
+        assert loaded.entities_of(cid) == expected.get(cid, []), cid
+    assert loaded.entities_of("no-such-chunk") == [] and loaded.chunk_node("no-such-chunk") is None

@@ -67,6 +67,10 @@ def test_tables_read_rows_by_id(tmp_path: Path, compression: str, keys: bool) ->
     assert "c" not in documents and len(documents) == 2
     assert [d.doc_id for d in documents.page(0, 10)] == ["a", "b"]  # id order, whatever the row order
     assert [d.doc_id for d in documents.page(1, 10)] == ["b"] and documents.page(5, 10) == []
+    assert (
+        chunks.rows(["c-a1", "nope", "c-b1", "c-a1"]).tolist() == [3, -1, 0, 3] and chunks.id_at(2) == "c-b0"
+    )
+    assert chunks.rows([]).tolist() == []
     assert chunks.table.column("date").to_pylist() == [datetime(2020, 1, 2), None, datetime(2020, 1, 2), None]
 
 
@@ -79,6 +83,7 @@ def test_a_hash_collision_never_returns_another_row(tmp_path: Path, monkeypatch:
     chunks = ChunkTable(chunk_path)
     assert [chunks[c.chunk_id].chunk_id for c in _chunks()] == [c.chunk_id for c in _chunks()]
     assert "nope" not in chunks and [c.chunk_id for c in chunks.of_doc("a")] == ["c-a0", "c-a1"]
+    assert chunks.rows(["c-a1", "nope", "c-b0"]).tolist() == [3, -1, 2]
 
 
 def test_key_index_round_trips_and_keeps_repeated_keys(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -64,10 +64,44 @@ COMMUNITY_RESULTS = 3
 _WORDS = re.compile(r"[\w\-’'.]+")
 
 
+class ChunkOrder(Protocol):
+    """The graph's chunk nodes: node len(entities) + j is the chunk at row j (the chunk table, mapped, in
+    the service; `ListOrder` for a list of ids)."""
+
+    def __len__(self) -> int: ...
+
+    def id_at(self, row: int) -> str: ...
+
+    def row(self, key: str) -> int | None: ...
+
+    def rows(self, keys: Sequence[str]) -> np.ndarray: ...
+
+
+class ListOrder:
+    """A `ChunkOrder` over a list of chunk ids."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self._ids = list(ids)
+        self._row = {c: i for i, c in enumerate(self._ids)}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def id_at(self, row: int) -> str:
+        return self._ids[row]
+
+    def row(self, key: str) -> int | None:
+        return self._row.get(key)
+
+    def rows(self, keys: Sequence[str]) -> np.ndarray:
+        return np.array([self._row.get(k, -1) for k in keys], dtype=np.int64)
+
+
 @dataclass(slots=True)
 class GraphIndex:
     """The loaded graph with its precomputed matrices and lookups. Node i < len(entities) is entity i; node
-    len(entities) + j is chunk j of `chunk_ids`."""
+    len(entities) + j is the chunk at row j of `chunks` (no per-chunk Python object: the chunk table's own
+    lookups)."""
 
     entities: list[Entity]
     relations: list[Relation]
@@ -77,19 +111,18 @@ class GraphIndex:
     names: dict[str, list[int]]
     adjacency: sparse.csr_matrix  # every edge in both directions (reach and paths), weights summed
     transition_t: sparse.csr_matrix  # P transposed, P = D^-1 A
-    chunk_ids: list[str]
-    chunk_index: dict[str, int]  # chunk id -> position in `chunk_ids`
+    chunks: ChunkOrder
     entity_index: dict[str, int]
     community_of: dict[str, str]
     relations_of: dict[str, list[str]]
-    entities_of_chunk: dict[str, list[str]]
+    entity_rank: np.ndarray  # per entity: its place by (most mentioned, id), the order a chunk lists them in
     relation_chunks: dict[str, frozenset[str]]
     community_by_id: dict[str, Community]
     edge_relation: dict[tuple[int, int], str]  # (lower, higher) entity pair -> relation id
     synonym_pairs: frozenset[tuple[int, int]]
 
     @classmethod
-    def load(cls, folder: Path, chunk_order: list[str]) -> GraphIndex:
+    def load(cls, folder: Path, chunk_order: ChunkOrder | Sequence[str]) -> GraphIndex:
         graph, vectors = GraphData.load(folder)
         entity_vectors = GraphData.load_entity_vectors(folder)
         if entity_vectors is not None and len(entity_vectors) != len(graph.entities):
@@ -100,8 +133,8 @@ class GraphIndex:
         for i, e in enumerate(graph.entities):
             for form in {normalize_name(e.name), *(normalize_name(a) for a in e.aliases)}:
                 names.setdefault(form, []).append(i)
-        chunk_pos = {cid: i for i, cid in enumerate(chunk_order)}
-        n = ne + len(chunk_order)
+        order: ChunkOrder = ListOrder(chunk_order) if isinstance(chunk_order, Sequence) else chunk_order
+        n = ne + len(order)
         rows: list[int] = []
         cols: list[int] = []
         weights: list[float] = []
@@ -119,17 +152,32 @@ class GraphIndex:
             cols += [b, a]
             weights += [SYNONYM_WEIGHT * syn.similarity] * 2
             synonyms.add((min(a, b), max(a, b)))
+        mention_entity: list[int] = []
+        mention_chunk: list[str] = []
+        mention_titled: list[bool] = []
         for i, e in enumerate(graph.entities):
             titled = set(e.title_chunk_ids)
-            for cid in e.chunk_ids:
-                if cid in chunk_pos:
-                    node = ne + chunk_pos[cid]
-                    # Passage -> entity: every entity it mentions alike. Entity -> passage: mostly to the
-                    # passages about it (title), so a bridge entity leads to its own article.
-                    rows += [node, i]
-                    cols += [i, node]
-                    weights += [1.0, 1.0 + (TITLE_WEIGHT if cid in titled else 0.0)]
-        directed = sparse.csr_matrix((weights, (rows, cols)), shape=(n, n))  # duplicates add up
+            mention_entity += [i] * len(e.chunk_ids)
+            mention_chunk += e.chunk_ids
+            mention_titled += [cid in titled for cid in e.chunk_ids]
+        # Every mention's chunk row in one lookup; chunks the table does not hold are left out.
+        at = order.rows(mention_chunk)
+        kept = at >= 0
+        entity = np.asarray(mention_entity, dtype=np.int64)[kept]
+        chunk = ne + at[kept]
+        # Passage -> entity: every entity it mentions alike. Entity -> passage: mostly to the passages about
+        # it (title), so a bridge entity leads to its own article.
+        to_chunk = 1.0 + TITLE_WEIGHT * np.asarray(mention_titled, dtype=np.float64)[kept]
+        directed = sparse.csr_matrix(  # duplicates add up
+            (
+                np.concatenate([np.asarray(weights, dtype=np.float64), np.ones(len(chunk)), to_chunk]),
+                (
+                    np.concatenate([np.asarray(rows, dtype=np.int64), chunk, entity]),
+                    np.concatenate([np.asarray(cols, dtype=np.int64), entity, chunk]),
+                ),
+            ),
+            shape=(n, n),
+        )
         adjacency = sparse.csr_matrix(directed + directed.T)  # the edges either way, for reach and paths
         out_weight = np.asarray(directed.sum(axis=1)).ravel()
         inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
@@ -139,10 +187,9 @@ class GraphIndex:
         for r in sorted(graph.relations, key=lambda r: (-r.count, r.id)):
             relations_of.setdefault(r.source, []).append(r.id)
             relations_of.setdefault(r.target, []).append(r.id)
-        entities_of_chunk: dict[str, list[str]] = {}
-        for e in sorted(graph.entities, key=lambda e: (-e.mentions, e.id)):
-            for cid in e.chunk_ids:
-                entities_of_chunk.setdefault(cid, []).append(e.id)
+        entity_rank = np.empty(ne, dtype=np.int64)
+        ranked = sorted(range(ne), key=lambda i: (-graph.entities[i].mentions, graph.entities[i].id))
+        entity_rank[np.asarray(ranked, dtype=np.int64)] = np.arange(ne)
         return cls(
             graph.entities,
             graph.relations,
@@ -152,12 +199,11 @@ class GraphIndex:
             names,
             adjacency,
             sparse.csr_matrix(transition.T),
-            chunk_order,
-            chunk_pos,
+            order,
             index,
             community_of,
             relations_of,
-            entities_of_chunk,
+            entity_rank,
             {r.id: frozenset(r.chunk_ids) for r in graph.relations},
             {c.id: c for c in graph.communities},
             edge_relation,
@@ -166,10 +212,21 @@ class GraphIndex:
 
     @property
     def node_count(self) -> int:
-        return len(self.entities) + len(self.chunk_ids)
+        return len(self.entities) + len(self.chunks)
 
-    def chunk_node(self, chunk_id: str) -> int:
-        return len(self.entities) + self.chunk_index[chunk_id]
+    def chunk_node(self, chunk_id: str) -> int | None:
+        row = self.chunks.row(chunk_id)
+        return None if row is None else len(self.entities) + row
+
+    def entities_of(self, chunk_id: str) -> list[str]:
+        """The entities the chunk mentions (its entity neighbours), most mentioned first."""
+        node = self.chunk_node(chunk_id)
+        if node is None:
+            return []
+        a = self.adjacency
+        neighbours = a.indices[a.indptr[node] : a.indptr[node + 1]]
+        mentioned = neighbours[neighbours < len(self.entities)]
+        return [self.entities[int(i)].id for i in mentioned[np.argsort(self.entity_rank[mentioned])]]
 
     def match(self, text: str, analyzer: Analyzer, extra: tuple[str, ...] = ()) -> list[int]:
         """Entities named in the query: every word n-gram (or morpheme run) that is an entity name or alias."""
@@ -310,10 +367,11 @@ class GraphTrace:
         reach explains it."""
         if item_id in graph.entity_index:
             target = graph.entity_index[item_id]
-        elif item_id in graph.chunk_index:
-            target = graph.chunk_node(item_id)
         else:
-            return []
+            node = graph.chunk_node(item_id)
+            if node is None:
+                return []
+            target = node
         ne = len(graph.entities)
         steps: list[dict[str, Any]] = []
         previous: int | None = None
@@ -323,7 +381,7 @@ class GraphTrace:
                 e = graph.entities[node]
                 step = {"id": e.id, "type": "entity", "name": e.name, "entityType": e.type}
             else:
-                step = {"id": graph.chunk_ids[node - ne], "type": "chunk"}
+                step = {"id": graph.chunks.id_at(node - ne), "type": "chunk"}
             if previous is None:
                 step["seed"] = True
             else:
@@ -351,7 +409,7 @@ _EPOCH = datetime(1970, 1, 1)
 
 @dataclass(frozen=True, slots=True)
 class ChunkColumns:
-    """The filter columns of the graph's chunks, aligned with `GraphIndex.chunk_ids`, so a filter is one
+    """The filter columns of the graph's chunks, aligned with `GraphIndex.chunks`, so a filter is one
     vectorised mask per query: file ids as an Arrow column (mapped from the chunk table where it can be),
     one boolean array per entity type, dates as seconds (NaN for none)."""
 
@@ -419,8 +477,8 @@ class GraphRetriever:
         analyzer: Analyzer,
         seeders: Mapping[str, Retriever] | None = None,
     ) -> None:
-        if columns.size != len(graph.chunk_ids):
-            raise ValueError(f"{columns.size} chunk columns for a graph of {len(graph.chunk_ids)} chunks")
+        if columns.size != len(graph.chunks):
+            raise ValueError(f"{columns.size} chunk columns for a graph of {len(graph.chunks)} chunks")
         self.graph = graph
         self._analyzer = analyzer
         self._seeders = dict(seeders or {})
@@ -443,16 +501,15 @@ class GraphRetriever:
     def _mask(self, filters: ChunkFilters) -> np.ndarray:
         """Which chunk positions pass the filters: the rules of the keyword and vector stores (a file id or
         chunk id listed, a mention of a listed entity type, a date inside the range; no date fails a range)."""
-        n = len(self.graph.chunk_ids)
+        n = len(self.graph.chunks)
         columns = self._columns
         mask = np.ones(n, dtype=bool)
         if filters.file_ids is not None:
             mask &= columns.of_files(filters.file_ids)
         if filters.chunk_ids is not None:
             wanted = np.zeros(n, dtype=bool)
-            wanted[[self.graph.chunk_index[c] for c in filters.chunk_ids if c in self.graph.chunk_index]] = (
-                True
-            )
+            rows = self.graph.chunks.rows(list(filters.chunk_ids))
+            wanted[rows[rows >= 0]] = True
             mask &= wanted
         if filters.entity_types is not None:
             typed = np.zeros(n, dtype=bool)
@@ -470,8 +527,8 @@ class GraphRetriever:
         return mask
 
     def _passes(self, chunk_ids: list[str], mask: np.ndarray) -> bool:
-        position = self.graph.chunk_index
-        return any(mask[position[c]] for c in chunk_ids if c in position)
+        rows = self.graph.chunks.rows(chunk_ids)
+        return bool(mask[rows[rows >= 0]].any())
 
     def seed_passages(self, query: RetrievalQuery) -> dict[str, list[tuple[str, float]]]:
         """The passages that seed the walk, by retriever, best first: those the search handed over, else the
@@ -492,10 +549,11 @@ class GraphRetriever:
         notes: list[str] = []
         entities = dict.fromkeys(g.match(query.text, self._analyzer, query.entities))
         entities.update(dict.fromkeys(g.match_by_meaning(query.vector)))
-        sources = {
-            name: [(g.chunk_node(c), s) for c, s in hits if c in g.chunk_index]
-            for name, hits in self.seed_passages(query).items()
-        }
+        ne = len(g.entities)
+        sources: dict[str, list[tuple[int, float]]] = {}
+        for name, passages in self.seed_passages(query).items():
+            rows = g.chunks.rows([c for c, _s in passages])
+            sources[name] = [(ne + int(r), s) for r, (_c, s) in zip(rows, passages, strict=True) if r >= 0]
         sources = {name: hits for name, hits in sources.items() if hits}
         restart: dict[int, float] = {}
         if entities:
@@ -556,7 +614,7 @@ class GraphRetriever:
             for i in order:
                 score = float(chunk_scores[i])
                 chunk_hits.append(
-                    Candidate(g.chunk_ids[positions[i]], score, score / top if top > 0 else 0.0)
+                    Candidate(g.chunks.id_at(int(positions[i])), score, score / top if top > 0 else 0.0)
                 )
             entity_mass = mass[~is_chunk]
             entity_nodes = nodes[~is_chunk]

@@ -84,7 +84,7 @@ def load_index(
     if (graph_dir / GRAPH_JSON).is_file():
         try:
             # The graph's chunk nodes follow the chunk table's rows, so its columns serve the graph as they are.
-            graph = GraphIndex.load(graph_dir, list(chunks))
+            graph = GraphIndex.load(graph_dir, chunks)
         except (OSError, ValueError, KeyError) as exc:
             raise store.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
         seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}

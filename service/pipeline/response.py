@@ -47,7 +47,7 @@ def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResu
             chunk_id=chunk_id, file_id=file_id, entity_ids=[], community_id=None, relation_ids=[]
         )
     graph = retriever.graph  # type: ignore[attr-defined]
-    entity_ids = graph.entities_of_chunk.get(chunk_id, [])[:20]
+    entity_ids = graph.entities_of(chunk_id)[:20]
     communities = Counter(graph.community_of[e] for e in entity_ids if e in graph.community_of)
     community = min(communities, key=lambda c: (-communities[c], c)) if communities else None
     # Only pairs among the chunk's own (at most 20) entities: walking every relation of each entity cost
