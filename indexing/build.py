@@ -35,6 +35,8 @@ from hybridrag.indexing.graph import (
     build_graph,
     synonym_pairs,
 )
+from hybridrag.indexing.graph_arrays import FOLDER as GRAPH_ARRAYS
+from hybridrag.indexing.graph_arrays import GraphArrays, ListOrder
 from hybridrag.indexing.keyword import KeywordIndexWriter, KeywordRow
 from hybridrag.indexing.mapped import write_keys
 from hybridrag.indexing.sources import Document, SkippedItem, SourceReport, iter_documents
@@ -528,6 +530,11 @@ class IndexBuilder:
                     entity_vectors = self._entity_vectors(base, graph.entities, embedder)
                     graph.synonyms = synonym_pairs(graph.entities, entity_vectors)
             graph.save(staging / "graph", community_vectors, entity_vectors)
+            with stages.timed("graph"):
+                # What the service maps: the walk's matrices against the chunk table's row order.
+                GraphArrays.derive(graph, ListOrder([c.chunk_id for c in chunks])).save(
+                    staging / "graph" / GRAPH_ARRAYS
+                )
             graph_counts = {
                 "format": GRAPH_FORMAT,
                 "entities": len(graph.entities),

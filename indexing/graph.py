@@ -159,6 +159,11 @@ class GraphData:
         return graph, vectors
 
     @staticmethod
+    def load_community_vectors(folder: Path) -> np.ndarray | None:
+        path = folder / COMMUNITY_VECTORS
+        return np.load(path, mmap_mode="r", allow_pickle=False) if path.is_file() else None
+
+    @staticmethod
     def load_entity_vectors(folder: Path) -> np.ndarray | None:
         path = folder / ENTITY_VECTORS
         return np.load(path, allow_pickle=False) if path.is_file() else None

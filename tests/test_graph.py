@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from hybridrag.indexing import store
 from hybridrag.indexing.analyzers import Analyzer
 from hybridrag.indexing.build import BuildConfig, IndexBuilder
-from hybridrag.indexing.entities import EntityExtractor
+from hybridrag.indexing.entities import EntityExtractor, normalize_name
 from hybridrag.indexing.graph import GRAPH_FORMAT, ChunkMentions, GraphData, build_graph, link_title_spans
 from hybridrag.schemas.search import SearchResult
 
@@ -577,3 +577,42 @@ def test_a_chunks_entities_come_from_its_edges_most_mentioned_first(
     for cid in index.chunks:
         assert loaded.entities_of(cid) == expected.get(cid, []), cid
     assert loaded.entities_of("no-such-chunk") == [] and loaded.chunk_node("no-such-chunk") is None
+
+
+def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path, tmp_path: Path) -> None:
+    """A version built now maps `graph/arrays`; one written before derives the same arrays in memory."""
+    import shutil
+
+    import numpy as np
+
+    from hybridrag.indexing.graph_arrays import FOLDER
+    from hybridrag.indexing.mapped import ChunkTable
+    from hybridrag.pipeline.graph_retriever import GraphIndex
+
+    version = store.current_version(sample_index).path
+    chunks = ChunkTable(version / "chunks.arrow")
+    mapped = GraphIndex.load(version / "graph", chunks)
+    old = tmp_path / "graph"
+    shutil.copytree(version / "graph", old)
+    shutil.rmtree(old / FOLDER)
+    derived = GraphIndex.load(old, list(chunks))
+    assert isinstance(mapped.arrays.name_entity, np.memmap) and not isinstance(
+        derived.arrays.name_entity, np.memmap
+    )
+    for a, b in ((mapped.adjacency, derived.adjacency), (mapped.transition_t, derived.transition_t)):
+        assert (a != b).nnz == 0 and a.shape == b.shape
+    graph, _ = GraphData.load(version / "graph")
+    assert len(mapped.entities) == len(graph.entities) == len(derived.entities)
+    for i, e in enumerate(graph.entities):
+        assert mapped.entities[i] == e and mapped.entity_index[e.id] == i
+        assert mapped.relations_of.get(e.id, []) == derived.relations_of.get(e.id, [])
+        assert mapped.community_of.get(e.id) == derived.community_of.get(e.id)
+        assert i in mapped.arrays.named(normalize_name(e.name))
+    by_id = {e.id: i for i, e in enumerate(graph.entities)}
+    for r in graph.relations:
+        pair = (min(by_id[r.source], by_id[r.target]), max(by_id[r.source], by_id[r.target]))
+        assert mapped.edge_relation.get(pair) == r.id and pair in mapped.edge_relation
+        assert mapped.relation_chunks.get(r.id) == frozenset(r.chunk_ids)
+    assert "e-nope" not in mapped.entity_index and mapped.arrays.named("no such name at all") == []
+    for text in ("Who founded Sony?", "Bletchley Park and Alan Turing", "ソニーの創業者"):
+        assert mapped.match(text, Analyzer()) == derived.match(text, Analyzer())

@@ -393,8 +393,12 @@ def test_workers_write_the_vector_table_straight_to_the_bucket(
         assert tables[0].column(column).to_pylist() == tables[1].column(column).to_pylist(), column
     vectors = [np.stack(t.column("vector").to_numpy(zero_copy_only=False)) for t in tables]
     assert np.abs(vectors[0] - vectors[1]).max() < 1e-4
-    graph_files = sorted(f.name for f in (paths[1] / "graph").iterdir())
-    assert graph_files and graph_files == sorted(f.name for f in (paths[0] / "graph").iterdir())
+    graph_files = [
+        sorted(str(f.relative_to(p / "graph")) for f in (p / "graph").rglob("*") if f.is_file())
+        for p in paths
+    ]
+    assert graph_files[1] and graph_files[0] == graph_files[1]
+    graph_files = graph_files[1]
     for name in graph_files:
         assert (paths[0] / "graph" / name).read_bytes() == (paths[1] / "graph" / name).read_bytes(), name
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +34,13 @@ from scipy import sparse
 from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.entities import normalize_name
 from hybridrag.indexing.filters import ChunkFilters
-from hybridrag.indexing.graph import Community, Entity, GraphData, Relation
+from hybridrag.indexing.graph import Community, Entity, GraphData
+from hybridrag.indexing.graph_arrays import FOLDER as ARRAYS
+from hybridrag.indexing.graph_arrays import (
+    ChunkOrder,
+    GraphArrays,
+    ListOrder,
+)
 from hybridrag.indexing.tables import Chunk
 from hybridrag.indexing.text import has_japanese
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
@@ -42,9 +48,6 @@ from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, 
 DAMPING = 0.7
 ITERATIONS = 30
 TOLERANCE = 1e-6
-RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
-TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
-SYNONYM_WEIGHT = 1.0  # times the name cosine
 PASSAGE_SEEDS = 3  # top passages taken from each seeding retriever
 SEEDERS = ("semantic", "keyword")
 KEYWORD_SEED_SHARE = 0.25  # of the passage seeds' mass on keyword's top hits when semantic's are there too
@@ -64,159 +67,193 @@ COMMUNITY_RESULTS = 3
 _WORDS = re.compile(r"[\w\-’'.]+")
 
 
-class ChunkOrder(Protocol):
-    """The graph's chunk nodes: node len(entities) + j is the chunk at row j (the chunk table, mapped, in
-    the service; `ListOrder` for a list of ids)."""
+class _Entities:
+    """`graph.entities`: an entity by node number, read from its row when asked for."""
 
-    def __len__(self) -> int: ...
-
-    def id_at(self, row: int) -> str: ...
-
-    def row(self, key: str) -> int | None: ...
-
-    def rows(self, keys: Sequence[str]) -> np.ndarray: ...
-
-
-class ListOrder:
-    """A `ChunkOrder` over a list of chunk ids."""
-
-    def __init__(self, ids: Sequence[str]) -> None:
-        self._ids = list(ids)
-        self._row = {c: i for i, c in enumerate(self._ids)}
+    def __init__(self, arrays: GraphArrays) -> None:
+        self._arrays = arrays
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return self._arrays.entity_count
 
-    def id_at(self, row: int) -> str:
-        return self._ids[row]
+    def __getitem__(self, row: int) -> Entity:
+        return self._arrays.entity(int(row))
 
-    def row(self, key: str) -> int | None:
-        return self._row.get(key)
 
-    def rows(self, keys: Sequence[str]) -> np.ndarray:
-        return np.array([self._row.get(k, -1) for k in keys], dtype=np.int64)
+class _EntityIndex:
+    """`graph.entity_index`: entity id -> node number."""
+
+    def __init__(self, arrays: GraphArrays) -> None:
+        self._arrays = arrays
+
+    def __contains__(self, entity_id: object) -> bool:
+        return isinstance(entity_id, str) and self._arrays.entity_row(entity_id) is not None
+
+    def __getitem__(self, entity_id: str) -> int:
+        row = self._arrays.entity_row(entity_id)
+        if row is None:
+            raise KeyError(entity_id)
+        return row
+
+    def get(self, entity_id: str, default: int | None = None) -> int | None:
+        row = self._arrays.entity_row(entity_id)
+        return default if row is None else row
+
+
+class _ByEntity:
+    """`graph.community_of` and `graph.relations_of`: per entity id, read from the arrays."""
+
+    def __init__(self, arrays: GraphArrays, read: Any) -> None:
+        self._arrays = arrays
+        self._read = read
+
+    def get(self, entity_id: str, default: Any = None) -> Any:
+        row = self._arrays.entity_row(entity_id)
+        if row is None:
+            return default
+        value = self._read(row)
+        return default if value is None else value
+
+    def __contains__(self, entity_id: object) -> bool:
+        return isinstance(entity_id, str) and self.get(entity_id) is not None
+
+    def __getitem__(self, entity_id: str) -> Any:
+        value = self.get(entity_id)
+        if value is None:
+            raise KeyError(entity_id)
+        return value
+
+
+class _EdgeRelation:
+    """`graph.edge_relation`: (lower, higher) entity node pair -> relation id."""
+
+    def __init__(self, arrays: GraphArrays) -> None:
+        self._arrays = arrays
+
+    def get(self, pair: tuple[int, int], default: str | None = None) -> str | None:
+        row = self._arrays.relation_between(*pair)
+        return default if row is None else self._arrays.relation_ids(np.array([row]))[0]
+
+    def __contains__(self, pair: object) -> bool:
+        return isinstance(pair, tuple) and self._arrays.relation_between(*pair) is not None
+
+    def __getitem__(self, pair: tuple[int, int]) -> str:
+        found = self.get(pair)
+        if found is None:
+            raise KeyError(pair)
+        return found
+
+
+class _RelationChunks:
+    """`graph.relation_chunks`: relation id -> the chunks its co-occurrences are in."""
+
+    def __init__(self, arrays: GraphArrays) -> None:
+        self._arrays = arrays
+
+    def get(self, relation_id: str, default: frozenset[str] = frozenset()) -> frozenset[str]:
+        row = self._arrays.relation_row(relation_id)
+        if row is None:
+            return default
+        return frozenset(self._arrays.relations.column("chunk_ids")[row].as_py() or ())
+
+
+class _SynonymPairs:
+    def __init__(self, arrays: GraphArrays) -> None:
+        self._arrays = arrays
+
+    def __contains__(self, pair: object) -> bool:
+        return isinstance(pair, tuple) and self._arrays.is_synonym_edge(*pair)
 
 
 @dataclass(slots=True)
 class GraphIndex:
-    """The loaded graph with its precomputed matrices and lookups. Node i < len(entities) is entity i; node
-    len(entities) + j is the chunk at row j of `chunks` (no per-chunk Python object: the chunk table's own
-    lookups)."""
+    """The loaded graph: its matrices and lookups over memory-mapped arrays (`indexing.graph_arrays`),
+    with views that read an entity, relation or name from its row when asked for. Node i < len(entities) is
+    entity i; node len(entities) + j is the chunk at row j of `chunks` (the chunk table's own lookups)."""
 
-    entities: list[Entity]
-    relations: list[Relation]
-    communities: list[Community]
+    arrays: GraphArrays
+    chunks: ChunkOrder
     community_vectors: np.ndarray | None
     entity_vectors: np.ndarray | None
-    names: dict[str, list[int]]
-    adjacency: sparse.csr_matrix  # every edge in both directions (reach and paths), weights summed
-    transition_t: sparse.csr_matrix  # P transposed, P = D^-1 A
-    chunks: ChunkOrder
-    entity_index: dict[str, int]
-    community_of: dict[str, str]
-    relations_of: dict[str, list[str]]
-    entity_rank: np.ndarray  # per entity: its place by (most mentioned, id), the order a chunk lists them in
-    relation_chunks: dict[str, frozenset[str]]
+    entities: _Entities
+    entity_index: _EntityIndex
+    community_of: _ByEntity
+    relations_of: _ByEntity
+    edge_relation: _EdgeRelation
+    relation_chunks: _RelationChunks
+    synonym_pairs: _SynonymPairs
+    communities: list[Community]
     community_by_id: dict[str, Community]
-    edge_relation: dict[tuple[int, int], str]  # (lower, higher) entity pair -> relation id
-    synonym_pairs: frozenset[tuple[int, int]]
 
     @classmethod
     def load(cls, folder: Path, chunk_order: ChunkOrder | Sequence[str]) -> GraphIndex:
-        graph, vectors = GraphData.load(folder)
-        entity_vectors = GraphData.load_entity_vectors(folder)
-        if entity_vectors is not None and len(entity_vectors) != len(graph.entities):
-            raise ValueError("entity_vectors.npy does not match graph.json")
-        ne = len(graph.entities)
-        index = {e.id: i for i, e in enumerate(graph.entities)}
-        names: dict[str, list[int]] = {}
-        for i, e in enumerate(graph.entities):
-            for form in {normalize_name(e.name), *(normalize_name(a) for a in e.aliases)}:
-                names.setdefault(form, []).append(i)
+        """Map `folder/arrays` when the build wrote it for this chunk order; otherwise (a version written
+        before) derive the same arrays in memory from graph.json."""
         order: ChunkOrder = ListOrder(chunk_order) if isinstance(chunk_order, Sequence) else chunk_order
-        n = ne + len(order)
-        rows: list[int] = []
-        cols: list[int] = []
-        weights: list[float] = []
-        edge_relation: dict[tuple[int, int], str] = {}
-        for r in graph.relations:
-            a, b = index[r.source], index[r.target]
-            rows += [a, b]
-            cols += [b, a]
-            weights += [RELATION_WEIGHT * r.count] * 2
-            edge_relation[(min(a, b), max(a, b))] = r.id
-        synonyms: set[tuple[int, int]] = set()
-        for syn in graph.synonyms:
-            a, b = index[syn.source], index[syn.target]
-            rows += [a, b]
-            cols += [b, a]
-            weights += [SYNONYM_WEIGHT * syn.similarity] * 2
-            synonyms.add((min(a, b), max(a, b)))
-        mention_entity: list[int] = []
-        mention_chunk: list[str] = []
-        mention_titled: list[bool] = []
-        for i, e in enumerate(graph.entities):
-            titled = set(e.title_chunk_ids)
-            mention_entity += [i] * len(e.chunk_ids)
-            mention_chunk += e.chunk_ids
-            mention_titled += [cid in titled for cid in e.chunk_ids]
-        # Every mention's chunk row in one lookup; chunks the table does not hold are left out.
-        at = order.rows(mention_chunk)
-        kept = at >= 0
-        entity = np.asarray(mention_entity, dtype=np.int64)[kept]
-        chunk = ne + at[kept]
-        # Passage -> entity: every entity it mentions alike. Entity -> passage: mostly to the passages about
-        # it (title), so a bridge entity leads to its own article.
-        to_chunk = 1.0 + TITLE_WEIGHT * np.asarray(mention_titled, dtype=np.float64)[kept]
-        directed = sparse.csr_matrix(  # duplicates add up
-            (
-                np.concatenate([np.asarray(weights, dtype=np.float64), np.ones(len(chunk)), to_chunk]),
-                (
-                    np.concatenate([np.asarray(rows, dtype=np.int64), chunk, entity]),
-                    np.concatenate([np.asarray(cols, dtype=np.int64), entity, chunk]),
-                ),
-            ),
-            shape=(n, n),
-        )
-        adjacency = sparse.csr_matrix(directed + directed.T)  # the edges either way, for reach and paths
-        out_weight = np.asarray(directed.sum(axis=1)).ravel()
-        inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
-        transition = sparse.diags(inv) @ directed
-        community_of = {eid: c.id for c in graph.communities for eid in c.entity_ids}
-        relations_of: dict[str, list[str]] = {}
-        for r in sorted(graph.relations, key=lambda r: (-r.count, r.id)):
-            relations_of.setdefault(r.source, []).append(r.id)
-            relations_of.setdefault(r.target, []).append(r.id)
-        entity_rank = np.empty(ne, dtype=np.int64)
-        ranked = sorted(range(ne), key=lambda i: (-graph.entities[i].mentions, graph.entities[i].id))
-        entity_rank[np.asarray(ranked, dtype=np.int64)] = np.arange(ne)
+        mapped = folder / ARRAYS
+        if GraphArrays.present(mapped):
+            arrays = GraphArrays.open(mapped)
+            if arrays.chunk_count != len(order):
+                raise ValueError(
+                    f"the graph was built for {arrays.chunk_count} chunks, the table holds {len(order)}"
+                )
+            vectors = GraphData.load_community_vectors(folder)
+        else:
+            graph, vectors = GraphData.load(folder)
+            arrays = GraphArrays.derive(graph, order)
+        entity_vectors = GraphData.load_entity_vectors(folder)
+        if entity_vectors is not None and len(entity_vectors) != arrays.entity_count:
+            raise ValueError("entity_vectors.npy does not match the graph's entities")
         return cls(
-            graph.entities,
-            graph.relations,
-            graph.communities,
+            arrays,
+            order,
             vectors,
             entity_vectors,
-            names,
-            adjacency,
-            sparse.csr_matrix(transition.T),
-            order,
-            index,
-            community_of,
-            relations_of,
-            entity_rank,
-            {r.id: frozenset(r.chunk_ids) for r in graph.relations},
-            {c.id: c for c in graph.communities},
-            edge_relation,
-            frozenset(synonyms),
+            _Entities(arrays),
+            _EntityIndex(arrays),
+            _ByEntity(arrays, arrays.community_of),
+            _ByEntity(arrays, lambda row: arrays.relation_ids(arrays.relations_of(row))),
+            _EdgeRelation(arrays),
+            _RelationChunks(arrays),
+            _SynonymPairs(arrays),
+            arrays.communities,
+            {c.id: c for c in arrays.communities},
         )
 
     @property
+    def adjacency(self) -> sparse.csr_matrix:
+        return self.arrays.adjacency
+
+    @property
+    def transition_t(self) -> sparse.csr_matrix:
+        return self.arrays.transition_t
+
+    @property
+    def entity_rank(self) -> np.ndarray:
+        return self.arrays.entity_rank
+
+    @property
+    def relation_count(self) -> int:
+        return self.arrays.relations.num_rows
+
+    @property
     def node_count(self) -> int:
-        return len(self.entities) + len(self.chunks)
+        return self.arrays.entity_count + len(self.chunks)
 
     def chunk_node(self, chunk_id: str) -> int | None:
         row = self.chunks.row(chunk_id)
-        return None if row is None else len(self.entities) + row
+        return None if row is None else self.arrays.entity_count + row
+
+    def chunk_count_of(self, entity: int) -> int:
+        """How many chunks mention the entity (its specificity in the walk's restart)."""
+        return int(self.arrays.entity_chunks[entity])
+
+    def entity_passes(self, entity: int, mask: np.ndarray) -> bool:
+        """Whether a chunk that mentions the entity passes the chunk mask (its chunk neighbours)."""
+        a, ne = self.adjacency, self.arrays.entity_count
+        neighbours = np.asarray(a.indices[a.indptr[entity] : a.indptr[entity + 1]])
+        chunks = neighbours[neighbours >= ne] - ne
+        return bool(mask[chunks].any())
 
     def entities_of(self, chunk_id: str) -> list[str]:
         """The entities the chunk mentions (its entity neighbours), most mentioned first."""
@@ -224,9 +261,9 @@ class GraphIndex:
         if node is None:
             return []
         a = self.adjacency
-        neighbours = a.indices[a.indptr[node] : a.indptr[node + 1]]
-        mentioned = neighbours[neighbours < len(self.entities)]
-        return [self.entities[int(i)].id for i in mentioned[np.argsort(self.entity_rank[mentioned])]]
+        neighbours = np.asarray(a.indices[a.indptr[node] : a.indptr[node + 1]])
+        mentioned = neighbours[neighbours < self.arrays.entity_count]
+        return [self.arrays.entity_id(int(i)) for i in mentioned[np.argsort(self.entity_rank[mentioned])]]
 
     def match(self, text: str, analyzer: Analyzer, extra: tuple[str, ...] = ()) -> list[int]:
         """Entities named in the query: every word n-gram (or morpheme run) that is an entity name or alias."""
@@ -243,10 +280,10 @@ class GraphIndex:
                 form = normalize_name(joiner.join(words[i:j]))
                 if j == i + 1 and (form in ENGLISH_STOPWORDS or len(form) < 2):
                     continue
-                for idx in self.names.get(form, ()):
+                for idx in self.arrays.named(form):
                     found[idx] = None
         for name in extra:
-            for idx in self.names.get(normalize_name(name), ()):
+            for idx in self.arrays.named(normalize_name(name)):
                 found[idx] = None
         return list(found)
 
@@ -557,7 +594,7 @@ class GraphRetriever:
         sources = {name: hits for name, hits in sources.items() if hits}
         restart: dict[int, float] = {}
         if entities:
-            weights = {e: 1.0 / max(1, len(g.entities[e].chunk_ids)) for e in entities}
+            weights = {e: 1.0 / max(1, g.chunk_count_of(e)) for e in entities}
             total = sum(weights.values())
             share = 1.0 - PASSAGE_SHARE if sources else 1.0
             restart.update({e: w / total * share for e, w in weights.items()})
@@ -626,7 +663,7 @@ class GraphRetriever:
                 e = g.entities[entity_nodes[i]]
                 if filters.entity_types is not None and e.type not in filters.entity_types:
                     continue
-                if mask is not None and not self._passes(e.chunk_ids, mask):
+                if mask is not None and not g.entity_passes(int(entity_nodes[i]), mask):
                     continue
                 entity_hits.append(
                     Candidate(e.id, float(entity_mass[i]), float(entity_mass[i]) / best, kind="entity")

@@ -1,0 +1,382 @@
+"""The graph as the service reads it: flat arrays and memory-mapped Arrow tables, written with the graph.
+
+`graph.json` stays the build's record (updates and `regraph` read it). The service maps `graph/arrays/`
+instead of parsing it into objects (at 12.5k chunks the parsed graph held ~30 KB a chunk):
+
+    entities.arrow, relations.arrow   one row per entity / relation (uncompressed Arrow IPC, mapped)
+    *.keys.npy                        id -> row lookups (`keys.KeyIndex`): entity ids, relation ids, names
+    adjacency.*.npy, transition.*.npy the walk's CSR matrices (data, indices, indptr)
+    pairs.npy, synonyms.npy           sorted entity-pair keys: the relation of an edge, synonym edges
+    entity_relations.*.npy            each entity's relations, most frequent first (CSR)
+    entity.npy                        per entity: rank (most mentioned first), chunk count, name of its forms
+    communities.json, meta.json       the (few) community reports; counts, to check against the tables
+
+Node i < entities is entity i; node entities + j is the chunk at row j of the chunk table, so the matrices
+are built at build time against the order the chunk table is written in.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+from scipy import sparse
+
+from hybridrag.indexing.entities import normalize_name
+from hybridrag.indexing.graph import Community, Entity, GraphData
+from hybridrag.indexing.keys import KeyIndex
+
+FOLDER = "arrays"
+FORMAT = 1
+RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
+TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
+SYNONYM_WEIGHT = 1.0  # times the name cosine
+
+ENTITY_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("type", pa.string()),
+        ("mentions", pa.int64()),
+        ("chunk_ids", pa.list_(pa.string())),
+        ("file_ids", pa.list_(pa.string())),
+        ("description", pa.string()),
+        ("aliases", pa.list_(pa.string())),
+        ("title_chunk_ids", pa.list_(pa.string())),
+        ("community", pa.string()),
+    ]
+)
+RELATION_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("target", pa.string()),
+        ("count", pa.int64()),
+        ("chunk_ids", pa.list_(pa.string())),
+    ]
+)
+
+
+class ChunkOrder(Protocol):
+    """The graph's chunk nodes in order (the chunk table, mapped, in the service; `ListOrder` for a list)."""
+
+    def __len__(self) -> int: ...
+
+    def id_at(self, row: int) -> str: ...
+
+    def row(self, key: str) -> int | None: ...
+
+    def rows(self, keys: Sequence[str]) -> np.ndarray: ...
+
+
+class ListOrder:
+    """A `ChunkOrder` over a list of chunk ids."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self._ids = list(ids)
+        self._row = {c: i for i, c in enumerate(self._ids)}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def id_at(self, row: int) -> str:
+        return self._ids[row]
+
+    def row(self, key: str) -> int | None:
+        return self._row.get(key)
+
+    def rows(self, keys: Sequence[str]) -> np.ndarray:
+        return np.array([self._row.get(k, -1) for k in keys], dtype=np.int64)
+
+
+def name_forms(name: str, aliases: Sequence[str]) -> list[str]:
+    """The spellings a query matches an entity by (normalised name and aliases)."""
+    return sorted({normalize_name(name), *(normalize_name(a) for a in aliases)})
+
+
+@dataclass(slots=True)
+class GraphArrays:
+    entities: pa.Table
+    relations: pa.Table
+    communities: list[Community]
+    entity_keys: KeyIndex
+    relation_keys: KeyIndex
+    name_keys: KeyIndex
+    name_entity: np.ndarray  # the entity row of each name form (rows of `name_keys`)
+    adjacency: sparse.csr_matrix  # every edge in both directions (reach and paths), weights summed
+    transition_t: sparse.csr_matrix  # P transposed, P = D^-1 A
+    pair_keys: np.ndarray  # sorted lower * entities + higher entity row, one per relation
+    pair_rows: np.ndarray  # the relation row of each pair key
+    synonym_keys: np.ndarray  # sorted pair keys of synonym edges
+    relations_indptr: np.ndarray  # entity row -> its slice of relations_rows
+    relations_rows: np.ndarray  # relation rows, per entity most frequent first (then by id)
+    entity_rank: np.ndarray  # per entity: its place by (most mentioned, id)
+    entity_chunks: np.ndarray  # per entity: how many chunks mention it
+    chunk_count: int
+
+    @property
+    def entity_count(self) -> int:
+        return self.entities.num_rows
+
+    @classmethod
+    def derive(cls, graph: GraphData, order: ChunkOrder) -> GraphArrays:
+        """Everything the service reads, from the graph and the chunk table's row order."""
+        ne = len(graph.entities)
+        index = {e.id: i for i, e in enumerate(graph.entities)}
+        community_of = {eid: c.id for c in graph.communities for eid in c.entity_ids}
+        entities = pa.Table.from_pylist(
+            [{**asdict(e), "community": community_of.get(e.id)} for e in graph.entities], schema=ENTITY_SCHEMA
+        )
+        relations = pa.Table.from_pylist(
+            [
+                {
+                    "id": r.id,
+                    "source": r.source,
+                    "target": r.target,
+                    "count": r.count,
+                    "chunk_ids": r.chunk_ids,
+                }
+                for r in graph.relations
+            ],
+            schema=RELATION_SCHEMA,
+        )
+        forms: list[str] = []
+        name_entity: list[int] = []
+        for i, e in enumerate(graph.entities):
+            for form in name_forms(e.name, e.aliases):
+                forms.append(form)
+                name_entity.append(i)
+        n = ne + len(order)
+        rows: list[int] = []
+        cols: list[int] = []
+        weights: list[float] = []
+        pair_keys: list[int] = []
+        for r in graph.relations:
+            a, b = index[r.source], index[r.target]
+            rows += [a, b]
+            cols += [b, a]
+            weights += [RELATION_WEIGHT * r.count] * 2
+            pair_keys.append(min(a, b) * ne + max(a, b))
+        synonym_keys: list[int] = []
+        for syn in graph.synonyms:
+            a, b = index[syn.source], index[syn.target]
+            rows += [a, b]
+            cols += [b, a]
+            weights += [SYNONYM_WEIGHT * syn.similarity] * 2
+            synonym_keys.append(min(a, b) * ne + max(a, b))
+        mention_entity: list[int] = []
+        mention_chunk: list[str] = []
+        mention_titled: list[bool] = []
+        for i, e in enumerate(graph.entities):
+            titled = set(e.title_chunk_ids)
+            mention_entity += [i] * len(e.chunk_ids)
+            mention_chunk += e.chunk_ids
+            mention_titled += [cid in titled for cid in e.chunk_ids]
+        # Every mention's chunk row in one lookup; chunks the table does not hold are left out.
+        at = order.rows(mention_chunk)
+        kept = at >= 0
+        entity = np.asarray(mention_entity, dtype=np.int64)[kept]
+        chunk = ne + at[kept]
+        # Passage -> entity: every entity it mentions alike. Entity -> passage: mostly to the passages about
+        # it (title), so a bridge entity leads to its own article.
+        to_chunk = 1.0 + TITLE_WEIGHT * np.asarray(mention_titled, dtype=np.float64)[kept]
+        directed = sparse.csr_matrix(  # duplicates add up
+            (
+                np.concatenate([np.asarray(weights, dtype=np.float64), np.ones(len(chunk)), to_chunk]),
+                (
+                    np.concatenate([np.asarray(rows, dtype=np.int64), chunk, entity]),
+                    np.concatenate([np.asarray(cols, dtype=np.int64), entity, chunk]),
+                ),
+            ),
+            shape=(n, n),
+        )
+        adjacency = sparse.csr_matrix(directed + directed.T)
+        out_weight = np.asarray(directed.sum(axis=1)).ravel()
+        inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
+        transition_t = sparse.csr_matrix((sparse.diags(inv) @ directed).T)
+        keys = np.asarray(pair_keys, dtype=np.int64)
+        pair_order = np.argsort(keys, kind="stable")
+        per_entity: list[list[int]] = [[] for _ in range(ne)]
+        for row in sorted(
+            range(len(graph.relations)), key=lambda j: (-graph.relations[j].count, graph.relations[j].id)
+        ):
+            r = graph.relations[row]
+            per_entity[index[r.source]].append(row)
+            per_entity[index[r.target]].append(row)
+        indptr = np.zeros(ne + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum([len(x) for x in per_entity])
+        rank = np.empty(ne, dtype=np.int64)
+        ranked = sorted(range(ne), key=lambda i: (-graph.entities[i].mentions, graph.entities[i].id))
+        rank[np.asarray(ranked, dtype=np.int64)] = np.arange(ne)
+        return cls(
+            entities,
+            relations,
+            list(graph.communities),
+            KeyIndex.build(e.id for e in graph.entities),
+            KeyIndex.build(r.id for r in graph.relations),
+            KeyIndex.build(forms),
+            np.asarray(name_entity, dtype=np.int64),
+            _compact(adjacency),
+            _compact(transition_t),
+            keys[pair_order],
+            pair_order.astype(np.int64),
+            np.sort(np.asarray(synonym_keys, dtype=np.int64)),
+            indptr,
+            np.asarray([row for x in per_entity for row in x], dtype=np.int64),
+            rank,
+            np.asarray([len(e.chunk_ids) for e in graph.entities], dtype=np.int64),
+            len(order),
+        )
+
+    def save(self, folder: Path) -> None:
+        """Written fresh (the folder may be a hard-linked copy of the served version's: never overwritten)."""
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for name, table in (("entities", self.entities), ("relations", self.relations)):
+            with (
+                pa.OSFile(str(folder / f"{name}.arrow"), "wb") as sink,
+                pa.ipc.new_file(sink, table.schema) as w,
+            ):
+                w.write_table(table)
+        for name, keys in (
+            ("entity", self.entity_keys),
+            ("relation", self.relation_keys),
+            ("name", self.name_keys),
+        ):
+            keys.save(folder / f"{name}.keys.npy")
+        for name, matrix in (("adjacency", self.adjacency), ("transition", self.transition_t)):
+            for part in ("data", "indices", "indptr"):
+                np.save(folder / f"{name}.{part}.npy", getattr(matrix, part), allow_pickle=False)
+        arrays = {
+            "name_entity": self.name_entity,
+            "pair_keys": self.pair_keys,
+            "pair_rows": self.pair_rows,
+            "synonym_keys": self.synonym_keys,
+            "relations_indptr": self.relations_indptr,
+            "relations_rows": self.relations_rows,
+            "entity_rank": self.entity_rank,
+            "entity_chunks": self.entity_chunks,
+        }
+        for name, array in arrays.items():
+            np.save(folder / f"{name}.npy", array, allow_pickle=False)
+        (folder / "communities.json").write_text(
+            json.dumps([asdict(c) for c in self.communities], ensure_ascii=False), "utf-8"
+        )
+        meta = {"format": FORMAT, "chunks": self.chunk_count, "nodes": int(self.adjacency.shape[0])}
+        (folder / "meta.json").write_text(json.dumps(meta), "utf-8")
+
+    @classmethod
+    def present(cls, folder: Path) -> bool:
+        try:
+            return json.loads((folder / "meta.json").read_text("utf-8")).get("format") == FORMAT
+        except (OSError, ValueError):
+            return False
+
+    @classmethod
+    def open(cls, folder: Path) -> GraphArrays:
+        """Map a saved graph: tables and arrays stay in the page cache, nothing is parsed but the reports."""
+        meta = json.loads((folder / "meta.json").read_text("utf-8"))
+
+        def load(name: str) -> np.ndarray:
+            return np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+
+        def matrix(name: str) -> sparse.csr_matrix:
+            n = int(meta["nodes"])
+            parts = [load(f"{name}.{p}") for p in ("data", "indices", "indptr")]
+            return sparse.csr_matrix((parts[0], parts[1], parts[2]), shape=(n, n), copy=False)
+
+        communities = [Community(**c) for c in json.loads((folder / "communities.json").read_text("utf-8"))]
+        return cls(
+            _mapped(folder / "entities.arrow"),
+            _mapped(folder / "relations.arrow"),
+            communities,
+            KeyIndex.load(folder / "entity.keys.npy"),
+            KeyIndex.load(folder / "relation.keys.npy"),
+            KeyIndex.load(folder / "name.keys.npy"),
+            load("name_entity"),
+            matrix("adjacency"),
+            matrix("transition"),
+            load("pair_keys"),
+            load("pair_rows"),
+            load("synonym_keys"),
+            load("relations_indptr"),
+            load("relations_rows"),
+            load("entity_rank"),
+            load("entity_chunks"),
+            int(meta["chunks"]),
+        )
+
+    # -- lookups
+    def entity_row(self, entity_id: str) -> int | None:
+        ids = self.entities.column("id")
+        for row in self.entity_keys.rows_of(entity_id):
+            if ids[int(row)].as_py() == entity_id:
+                return int(row)
+        return None
+
+    def entity(self, row: int) -> Entity:
+        data = self.entities.slice(row, 1).to_pylist()[0]
+        data.pop("community")
+        return Entity(**data)
+
+    def entity_id(self, row: int) -> str:
+        return str(self.entities.column("id")[row].as_py())
+
+    def community_of(self, row: int) -> str | None:
+        value = self.entities.column("community")[row].as_py()
+        return None if value is None else str(value)
+
+    def named(self, form: str) -> list[int]:
+        """Entity rows one of whose name forms is `form` (checked: a hash collision adds nothing)."""
+        out = []
+        for pos in self.name_keys.rows_of(form):
+            row = int(self.name_entity[int(pos)])
+            e = self.entities.slice(row, 1).select(["name", "aliases"]).to_pylist()[0]
+            if form in name_forms(e["name"], e["aliases"] or []):
+                out.append(row)
+        return out
+
+    def relation_row(self, relation_id: str) -> int | None:
+        ids = self.relations.column("id")
+        for row in self.relation_keys.rows_of(relation_id):
+            if ids[int(row)].as_py() == relation_id:
+                return int(row)
+        return None
+
+    def relation_between(self, a: int, b: int) -> int | None:
+        key = min(a, b) * self.entity_count + max(a, b)
+        at = int(np.searchsorted(self.pair_keys, key))
+        return int(self.pair_rows[at]) if at < len(self.pair_keys) and self.pair_keys[at] == key else None
+
+    def is_synonym_edge(self, a: int, b: int) -> bool:
+        key = min(a, b) * self.entity_count + max(a, b)
+        at = int(np.searchsorted(self.synonym_keys, key))
+        return at < len(self.synonym_keys) and int(self.synonym_keys[at]) == key
+
+    def relations_of(self, row: int) -> np.ndarray:
+        return np.asarray(self.relations_rows[self.relations_indptr[row] : self.relations_indptr[row + 1]])
+
+    def relation_ids(self, rows: np.ndarray) -> list[str]:
+        if not len(rows):
+            return []
+        return [str(x) for x in self.relations.column("id").take(pa.array(rows, pa.int64())).to_pylist()]
+
+
+def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
+    """int32 indices where they fit (what scipy keeps without a copy when the arrays are mapped back)."""
+    m = sparse.csr_matrix(matrix)
+    if m.nnz < 2**31 - 1 and m.shape[0] < 2**31 - 1:
+        m.indices = m.indices.astype(np.int32)
+        m.indptr = m.indptr.astype(np.int32)
+    m.data = m.data.astype(np.float64)
+    return m
+
+
+def _mapped(path: Path) -> pa.Table:
+    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
