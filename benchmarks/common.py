@@ -113,7 +113,10 @@ def cached_index(
                 graph = manifest.get("graph") or {}
                 embedding = manifest.get("embedding") or {}
                 old_graph = config.graph and graph.get("format", 1) < GRAPH_FORMAT
-                old_storage = config.graph and bool(embedding) and not embedding.get("serving")
+                old_storage = config.graph and (
+                    (bool(embedding) and not embedding.get("serving"))
+                    or not (current_version(index_dir).path / "graph" / "arrays" / "meta.json").is_file()
+                )
                 if old_graph or old_storage:
                     # Built by an older release: a regraph rebuilds the graph and rewrites the tables and
                     # the vectors' serving files from what is stored (no document re-read, no re-embedding).

@@ -9,7 +9,8 @@ instead of parsing it into objects (at 12.5k chunks the parsed graph held ~30 KB
     pairs.npy, synonyms.npy           sorted entity-pair keys: the relation of an edge, synonym edges
     entity_relations.*.npy            each entity's relations, most frequent first (CSR)
     entity.npy                        per entity: rank (most mentioned first), chunk count, name of its forms
-    communities.json, meta.json       the (few) community reports; counts, to check against the tables
+    communities.arrow                 the community reports (few, but their member lists grow with the corpus)
+    meta.json                         format and counts, checked against the chunk table
 
 Node i < entities is entity i; node entities + j is the chunk at row j of the chunk table, so the matrices
 are built at build time against the order the chunk table is written in.
@@ -33,7 +34,7 @@ from hybridrag.indexing.graph import Community, Entity, GraphData
 from hybridrag.indexing.keys import KeyIndex
 
 FOLDER = "arrays"
-FORMAT = 1
+FORMAT = 2
 RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
 TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
 SYNONYM_WEIGHT = 1.0  # times the name cosine
@@ -50,6 +51,18 @@ ENTITY_SCHEMA = pa.schema(
         ("aliases", pa.list_(pa.string())),
         ("title_chunk_ids", pa.list_(pa.string())),
         ("community", pa.string()),
+    ]
+)
+COMMUNITY_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("level", pa.int64()),
+        ("title", pa.string()),
+        ("entity_ids", pa.list_(pa.string())),
+        ("relation_ids", pa.list_(pa.string())),
+        ("chunk_ids", pa.list_(pa.string())),
+        ("file_ids", pa.list_(pa.string())),
+        ("report", pa.string()),
     ]
 )
 RELATION_SCHEMA = pa.schema(
@@ -104,7 +117,8 @@ def name_forms(name: str, aliases: Sequence[str]) -> list[str]:
 class GraphArrays:
     entities: pa.Table
     relations: pa.Table
-    communities: list[Community]
+    communities: pa.Table  # one row per community report, in the graph's order
+    community_keys: KeyIndex
     entity_keys: KeyIndex
     relation_keys: KeyIndex
     name_keys: KeyIndex
@@ -217,7 +231,8 @@ class GraphArrays:
         return cls(
             entities,
             relations,
-            list(graph.communities),
+            pa.Table.from_pylist([asdict(c) for c in graph.communities], schema=COMMUNITY_SCHEMA),
+            KeyIndex.build(c.id for c in graph.communities),
             KeyIndex.build(e.id for e in graph.entities),
             KeyIndex.build(r.id for r in graph.relations),
             KeyIndex.build(forms),
@@ -238,13 +253,19 @@ class GraphArrays:
         """Written fresh (the folder may be a hard-linked copy of the served version's: never overwritten)."""
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        for name, table in (("entities", self.entities), ("relations", self.relations)):
+        tables = (
+            ("entities", self.entities),
+            ("relations", self.relations),
+            ("communities", self.communities),
+        )
+        for name, table in tables:
             with (
                 pa.OSFile(str(folder / f"{name}.arrow"), "wb") as sink,
                 pa.ipc.new_file(sink, table.schema) as w,
             ):
                 w.write_table(table)
         for name, keys in (
+            ("community", self.community_keys),
             ("entity", self.entity_keys),
             ("relation", self.relation_keys),
             ("name", self.name_keys),
@@ -265,9 +286,6 @@ class GraphArrays:
         }
         for name, array in arrays.items():
             np.save(folder / f"{name}.npy", array, allow_pickle=False)
-        (folder / "communities.json").write_text(
-            json.dumps([asdict(c) for c in self.communities], ensure_ascii=False), "utf-8"
-        )
         meta = {"format": FORMAT, "chunks": self.chunk_count, "nodes": int(self.adjacency.shape[0])}
         (folder / "meta.json").write_text(json.dumps(meta), "utf-8")
 
@@ -291,11 +309,11 @@ class GraphArrays:
             parts = [load(f"{name}.{p}") for p in ("data", "indices", "indptr")]
             return sparse.csr_matrix((parts[0], parts[1], parts[2]), shape=(n, n), copy=False)
 
-        communities = [Community(**c) for c in json.loads((folder / "communities.json").read_text("utf-8"))]
         return cls(
             _mapped(folder / "entities.arrow"),
             _mapped(folder / "relations.arrow"),
-            communities,
+            _mapped(folder / "communities.arrow"),
+            KeyIndex.load(folder / "community.keys.npy"),
             KeyIndex.load(folder / "entity.keys.npy"),
             KeyIndex.load(folder / "relation.keys.npy"),
             KeyIndex.load(folder / "name.keys.npy"),
@@ -324,6 +342,16 @@ class GraphArrays:
         data = self.entities.slice(row, 1).to_pylist()[0]
         data.pop("community")
         return Entity(**data)
+
+    def community(self, row: int) -> Community:
+        return Community(**self.communities.slice(row, 1).to_pylist()[0])
+
+    def community_row(self, community_id: str) -> int | None:
+        ids = self.communities.column("id")
+        for row in self.community_keys.rows_of(community_id):
+            if ids[int(row)].as_py() == community_id:
+                return int(row)
+        return None
 
     def entity_id(self, row: int) -> str:
         return str(self.entities.column("id")[row].as_py())

@@ -613,6 +613,14 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
         pair = (min(by_id[r.source], by_id[r.target]), max(by_id[r.source], by_id[r.target]))
         assert mapped.edge_relation.get(pair) == r.id and pair in mapped.edge_relation
         assert mapped.relation_chunks.get(r.id) == frozenset(r.chunk_ids)
+    assert len(mapped.communities) == len(graph.communities) > 0
+    for i, c in enumerate(graph.communities):
+        assert (
+            mapped.communities[i] == c
+            and mapped.community_by_id[c.id] == c
+            and c.id in mapped.community_by_id
+        )
+    assert "cm-nope" not in mapped.community_by_id
     assert "e-nope" not in mapped.entity_index and mapped.arrays.named("no such name at all") == []
     for text in ("Who founded Sony?", "Bletchley Park and Alan Turing", "ソニーの創業者"):
         assert mapped.match(text, Analyzer()) == derived.match(text, Analyzer())

@@ -157,6 +157,25 @@ class _RelationChunks:
         return frozenset(self._arrays.relations.column("chunk_ids")[row].as_py() or ())
 
 
+class _Communities:
+    """`graph.communities` (a report by position) and `graph.community_by_id`, read from their rows."""
+
+    def __init__(self, arrays: GraphArrays) -> None:
+        self._arrays = arrays
+
+    def __len__(self) -> int:
+        return self._arrays.communities.num_rows
+
+    def __getitem__(self, key: int | str) -> Community:
+        row = key if isinstance(key, int) else self._arrays.community_row(key)
+        if row is None:
+            raise KeyError(key)
+        return self._arrays.community(int(row))
+
+    def __contains__(self, community_id: object) -> bool:
+        return isinstance(community_id, str) and self._arrays.community_row(community_id) is not None
+
+
 class _SynonymPairs:
     def __init__(self, arrays: GraphArrays) -> None:
         self._arrays = arrays
@@ -182,8 +201,8 @@ class GraphIndex:
     edge_relation: _EdgeRelation
     relation_chunks: _RelationChunks
     synonym_pairs: _SynonymPairs
-    communities: list[Community]
-    community_by_id: dict[str, Community]
+    communities: _Communities
+    community_by_id: _Communities
 
     @classmethod
     def load(cls, folder: Path, chunk_order: ChunkOrder | Sequence[str]) -> GraphIndex:
@@ -216,8 +235,8 @@ class GraphIndex:
             _EdgeRelation(arrays),
             _RelationChunks(arrays),
             _SynonymPairs(arrays),
-            arrays.communities,
-            {c.id: c for c in arrays.communities},
+            _Communities(arrays),
+            _Communities(arrays),
         )
 
     @property
@@ -680,7 +699,7 @@ class GraphRetriever:
             for pos in np.argsort(-sims, kind="stable"):
                 if added >= COMMUNITY_RESULTS:
                     break
-                c = g.communities[pos]
+                c = g.communities[int(pos)]
                 if mask is not None and not self._passes(c.chunk_ids, mask):
                     continue
                 sim = float(sims[pos])
