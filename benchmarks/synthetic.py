@@ -22,6 +22,7 @@ from hybridrag.benchmarks.common import machine, markdown_table, now
 
 NOISE = 0.01
 TAG = "Variant {copy}."
+SHARD_LINES = 100_000  # ~75 MB of SciFact-sized documents a file
 
 
 class ReplayEmbedder:
@@ -52,7 +53,7 @@ class ReplayEmbedder:
 
 
 def write_corpus(base_index: Path, chunks: int, out: Path) -> dict[str, np.ndarray]:
-    """Write `out/corpus.jsonl` with `chunks` one-chunk documents; returns embedding text -> vector."""
+    """Write `out/corpus/part-*.jsonl` with `chunks` one-chunk documents; returns embedding text -> vector."""
     from hybridrag.indexing.build import embedding_text
     from hybridrag.indexing.store import current_version
     from hybridrag.indexing.tables import CHUNKS, DOCUMENTS, read_table
@@ -70,16 +71,21 @@ def write_corpus(base_index: Path, chunks: int, out: Path) -> dict[str, np.ndarr
         )
     )
     rows = [r for r in rows if r["chunk_id"] in stored]
-    out.mkdir(parents=True, exist_ok=True)
+    folder = out / "corpus"
+    folder.mkdir(parents=True, exist_ok=True)
     vectors: dict[str, np.ndarray] = {}
-    with (out / "corpus.jsonl").open("w", encoding="utf-8") as fh:
-        for i in range(chunks):
-            base = rows[i % len(rows)]
-            copy = i // len(rows)
-            text = f"{' '.join(base['text'].split())} {TAG.format(copy=copy)}"
-            title = titles.get(base["doc_id"], "")
-            fh.write(json.dumps({"_id": f"s{i}", "title": title, "text": text}, ensure_ascii=False) + "\n")
-            vectors[embedding_text(title, text)] = stored[base["chunk_id"]]
+    # Shards of SHARD_LINES documents: a source file is read whole, and its size is bounded.
+    for first in range(0, chunks, SHARD_LINES):
+        with (folder / f"part-{first // SHARD_LINES:05d}.jsonl").open("w", encoding="utf-8") as fh:
+            for i in range(first, min(chunks, first + SHARD_LINES)):
+                base = rows[i % len(rows)]
+                copy = i // len(rows)
+                text = f"{' '.join(base['text'].split())} {TAG.format(copy=copy)}"
+                title = titles.get(base["doc_id"], "")
+                fh.write(
+                    json.dumps({"_id": f"s{i}", "title": title, "text": text}, ensure_ascii=False) + "\n"
+                )
+                vectors[embedding_text(title, text)] = stored[base["chunk_id"]]
     return vectors
 
 
@@ -97,7 +103,7 @@ def build_synthetic(
     # A chunk size above the longest base chunk plus its tag keeps one chunk per synthetic document.
     config = BuildConfig(embedding_model=embedding_model, chunk_size=1200)
     summary = IndexBuilder(out / "index", config, embedder=embedder, progress=tqdm_progress()).build(
-        out / "corpus.jsonl"
+        out / "corpus"
     )
     docs = summary.documents
     return {

@@ -501,9 +501,12 @@ def bench_scale(
 
     def index_for(n: int) -> tuple[Path, dict[str, Any] | None]:
         index_dir = synthetic_index(data.name, base, n, embedding_model, target)
-        report = target.with_name(f"build-synthetic-{n}.json")
-        built = json.loads(report.read_text("utf-8")) if report.is_file() else None
-        return index_dir, built
+        # The build report is written beside the results when the index is built (a cached one: the last).
+        for folder in (target.parent, RESULTS):
+            report = folder / f"build-synthetic-{n}.json"
+            if report.is_file():
+                return index_dir, json.loads(report.read_text("utf-8"))
+        return index_dir, None
 
     report = run_scale(sizes, index_for, queries, embedding_model, searches)
     markdown = to_markdown(report)
