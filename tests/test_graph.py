@@ -574,8 +574,28 @@ def test_a_chunks_entities_come_from_its_edges_most_mentioned_first(
         for cid in dict.fromkeys(e.chunk_ids):
             expected.setdefault(cid, []).append(e.id)
     assert expected
+    community_of = {eid: c.id for c in graph.communities for eid in c.entity_ids}
+    relation_of = {frozenset((r.source, r.target)): r for r in graph.relations}
+    with_relations = 0
     for cid in index.chunks:
         assert loaded.entities_of(cid) == expected.get(cid, []), cid
+        # The result's sources: the first 20 entities, their commonest community, the relations among them
+        # that this passage evidences (in pair order), as the response built them from objects.
+        own = expected.get(cid, [])[:20]
+        counts: dict[str, int] = {}
+        for e in own:
+            if e in community_of:
+                counts[community_of[e]] = counts.get(community_of[e], 0) + 1
+        relations: list[str] = []
+        for i, a in enumerate(own):
+            for b in own[i + 1 :]:
+                r = relation_of.get(frozenset((a, b)))
+                if r is not None and cid in r.chunk_ids and r.id not in relations:
+                    relations.append(r.id)
+        community = min(counts, key=lambda c: (-counts[c], c)) if counts else None
+        assert loaded.sources_of(cid) == (own, community, relations[:20]), cid
+        with_relations += bool(relations)
+    assert with_relations
     assert loaded.entities_of("no-such-chunk") == [] and loaded.chunk_node("no-such-chunk") is None
 
 

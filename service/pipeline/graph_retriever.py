@@ -274,6 +274,44 @@ class GraphIndex:
         chunks = neighbours[neighbours >= ne] - ne
         return bool(mask[chunks].any())
 
+    def sources_of(self, chunk_id: str, most: int = 20) -> tuple[list[str], str | None, list[str]]:
+        """A passage's sources in the graph: its entities (most mentioned first, at most `most`), their
+        most common community, and the relations among them whose co-occurrences include this passage.
+
+        Only pairs among the chunk's own entities: walking every relation of each entity cost time growing
+        with the corpus (hub entities have thousands of relations at 100k chunks). Row lookups, one Arrow
+        call per column, so a page of results costs a few lookups each, not one per pair.
+        """
+        node = self.chunk_node(chunk_id)
+        if node is None:
+            return [], None, []
+        arrays, a = self.arrays, self.adjacency
+        ne = arrays.entity_count
+        neighbours = np.asarray(a.indices[a.indptr[node] : a.indptr[node + 1]])
+        mentioned = neighbours[neighbours < ne]
+        rows = mentioned[np.argsort(self.entity_rank[mentioned], kind="stable")][:most].astype(np.int64)
+        if not len(rows):
+            return [], None, []
+        taken = arrays.entities.select(["id", "community"]).take(pa.array(rows, pa.int64())).to_pydict()
+        found = [c for c in taken["community"] if c is not None]
+        counts = {c: found.count(c) for c in set(found)}
+        community = min(counts, key=lambda c: (-counts[c], c)) if counts else None
+        first, second = np.triu_indices(len(rows), 1)  # pairs in the order of a nested loop
+        low, high = np.minimum(rows[first], rows[second]), np.maximum(rows[first], rows[second])
+        keys = (low * ne + high)[low != high]
+        at = np.minimum(np.searchsorted(arrays.pair_keys, keys), max(0, len(arrays.pair_keys) - 1))
+        hit = (arrays.pair_keys[at] == keys) if len(arrays.pair_keys) else np.zeros(len(keys), dtype=bool)
+        relation_rows = np.asarray(arrays.pair_rows[at[hit]], dtype=np.int64)
+        relation_ids: list[str] = []
+        if len(relation_rows):
+            relations = arrays.relations.select(["id", "chunk_ids"]).take(pa.array(relation_rows, pa.int64()))
+            for rid, chunks in zip(*relations.to_pydict().values(), strict=True):
+                if chunk_id in (chunks or ()) and rid not in relation_ids:
+                    relation_ids.append(rid)
+                    if len(relation_ids) >= most:
+                        break
+        return [str(x) for x in taken["id"]], community, relation_ids
+
     def entities_of(self, chunk_id: str) -> list[str]:
         """The entities the chunk mentions (its entity neighbours), most mentioned first."""
         node = self.chunk_node(chunk_id)

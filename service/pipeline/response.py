@@ -6,7 +6,6 @@ Reads a pinned `LoadedIndex` only; never imports the HTTP layer.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Literal
 
 from hybridrag.pipeline.fusion import FusedItem
@@ -47,26 +46,13 @@ def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResu
             chunk_id=chunk_id, file_id=file_id, entity_ids=[], community_id=None, relation_ids=[]
         )
     graph = retriever.graph  # type: ignore[attr-defined]
-    entity_ids = graph.entities_of(chunk_id)[:20]
-    communities = Counter(graph.community_of[e] for e in entity_ids if e in graph.community_of)
-    community = min(communities, key=lambda c: (-communities[c], c)) if communities else None
-    # Only pairs among the chunk's own (at most 20) entities: walking every relation of each entity cost
-    # time growing with the corpus (hub entities have thousands of relations at 100k chunks).
-    nodes = [graph.entity_index[e] for e in entity_ids if e in graph.entity_index]
-    relation_ids = [
-        rid
-        for i, a in enumerate(nodes)
-        for b in nodes[i + 1 :]
-        if a != b
-        and (rid := graph.edge_relation.get((min(a, b), max(a, b)))) is not None
-        and chunk_id in graph.relation_chunks.get(rid, ())
-    ]
+    entity_ids, community, relation_ids = graph.sources_of(chunk_id)
     return SearchResultSources(
         chunk_id=chunk_id,
         file_id=file_id,
         entity_ids=entity_ids,
         community_id=community,
-        relation_ids=list(dict.fromkeys(relation_ids))[:20],
+        relation_ids=relation_ids,
     )
 
 
