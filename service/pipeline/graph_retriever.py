@@ -18,6 +18,7 @@ the cosine of the query to their embedded report. The constants were chosen on t
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
@@ -65,6 +66,12 @@ PATH_HOPS = 4
 PATH_VISITS = 5000
 COMMUNITY_RESULTS = 3
 _WORDS = re.compile(r"[\w\-’'.]+")
+
+
+@functools.lru_cache(maxsize=64)
+def _pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
+    first, second = np.triu_indices(k, 1)
+    return first, second
 
 
 class _Entities:
@@ -292,11 +299,12 @@ class GraphIndex:
         rows = mentioned[np.argsort(self.entity_rank[mentioned], kind="stable")][:most].astype(np.int64)
         if not len(rows):
             return [], None, []
-        taken = arrays.entities.select(["id", "community"]).take(pa.array(rows, pa.int64())).to_pydict()
-        found = [c for c in taken["community"] if c is not None]
+        at_rows = pa.array(rows, pa.int64())
+        ids = arrays.entities.column("id").take(at_rows).to_pylist()
+        found = [c for c in arrays.entities.column("community").take(at_rows).to_pylist() if c is not None]
         counts = {c: found.count(c) for c in set(found)}
         community = min(counts, key=lambda c: (-counts[c], c)) if counts else None
-        first, second = np.triu_indices(len(rows), 1)  # pairs in the order of a nested loop
+        first, second = _pairs(len(rows))  # pairs in the order of a nested loop
         low, high = np.minimum(rows[first], rows[second]), np.maximum(rows[first], rows[second])
         keys = (low * ne + high)[low != high]
         at = np.minimum(np.searchsorted(arrays.pair_keys, keys), max(0, len(arrays.pair_keys) - 1))
@@ -304,13 +312,22 @@ class GraphIndex:
         relation_rows = np.asarray(arrays.pair_rows[at[hit]], dtype=np.int64)
         relation_ids: list[str] = []
         if len(relation_rows):
-            relations = arrays.relations.select(["id", "chunk_ids"]).take(pa.array(relation_rows, pa.int64()))
-            for rid, chunks in zip(*relations.to_pydict().values(), strict=True):
-                if chunk_id in (chunks or ()) and rid not in relation_ids:
-                    relation_ids.append(rid)
-                    if len(relation_ids) >= most:
-                        break
-        return [str(x) for x in taken["id"]], community, relation_ids
+            # Which of these relations list this passage: one comparison over their flattened chunk lists.
+            lists = (
+                arrays.relations.column("chunk_ids")
+                .take(pa.array(relation_rows, pa.int64()))
+                .combine_chunks()
+            )
+            parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+            here = np.asarray(pc.equal(lists.flatten(), chunk_id).to_numpy(zero_copy_only=False), dtype=bool)
+            evidenced = np.zeros(len(relation_rows), dtype=bool)
+            evidenced[parents[here]] = True
+            kept = relation_rows[evidenced]
+            kept = kept[np.sort(np.unique(kept, return_index=True)[1])][:most]  # first occurrences, in order
+            relation_ids = [
+                str(x) for x in arrays.relations.column("id").take(pa.array(kept, pa.int64())).to_pylist()
+            ]
+        return [str(x) for x in ids], community, relation_ids
 
     def entities_of(self, chunk_id: str) -> list[str]:
         """The entities the chunk mentions (its entity neighbours), most mentioned first."""
