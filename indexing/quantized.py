@@ -33,9 +33,11 @@ KEYS = "serving-keys.npy"
 FILES = (VECTORS, CODES, COLUMNS, KEYS)
 FILTER_COLUMNS = ("chunk_id", "file_id", "date", "entity_types")
 # Candidates rescored exactly per search: at least RESCORE_MIN, and RESCORE_PER_RESULT per result asked for.
-# On SciFact's e5 vectors 50 candidates already give recall@10 1.0 against exact search.
+# Measured on e5 vectors (SciFact and its 100k synthetic copy), against exact search: 50 candidates give
+# recall@10 1.0; for a fusion's depth of 100, 200 candidates give recall@100 1.0 (100 give 0.97). Every
+# candidate is a random read of the mapped float32 file, so fewer is faster and touches fewer pages.
 RESCORE_MIN = 200
-RESCORE_PER_RESULT = 10
+RESCORE_PER_RESULT = 3
 # A filter passing at most this many rows is answered exactly over those rows (no code scan).
 EXACT_FILTERED_MAX = 20_000
 TRAIN_SAMPLE = 200_000
