@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -221,14 +222,19 @@ def test_rss_slope() -> None:
 
 
 @pytest.mark.slow
-def test_synthetic_corpus_replays_real_vectors(sample_index: Path, tmp_path: Path) -> None:
-    from hybridrag.benchmarks.synthetic import build_synthetic
+def test_synthetic_corpus_replays_real_vectors(
+    sample_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hybridrag.benchmarks import synthetic
     from hybridrag.indexing.store import current_version
 
-    report = build_synthetic(sample_index, 150, tmp_path / "syn", embedding_model="minilm")
+    monkeypatch.setattr(synthetic, "SHARD_LINES", 100)  # 150 documents: two shards
+    report = synthetic.build_synthetic(sample_index, 150, tmp_path / "syn", embedding_model="minilm")
     assert report["documents"] == report["chunks"] == 150
     assert current_version(tmp_path / "syn" / "index").manifest["counts"]["chunks"] == 150
-    lines = (tmp_path / "syn" / "corpus.jsonl").read_text("utf-8").splitlines()
+    shards = sorted((tmp_path / "syn" / "corpus").glob("*.jsonl"))
+    assert [p.name for p in shards] == ["part-00000.jsonl", "part-00001.jsonl"]
+    lines = [line for p in shards for line in p.read_text("utf-8").splitlines()]
     assert len(lines) == 150 and len({json.loads(line)["text"] for line in lines}) == 150
     # Only the community reports (not chunks) needed the model: every chunk vector was replayed.
     graph = current_version(tmp_path / "syn" / "index").manifest["graph"]
@@ -385,3 +391,37 @@ def test_documents_benchmark_writes_through_the_api(tmp_path: Path) -> None:
     assert all(w["failed"] == 0 and w["added"] == 2 and w["documentsPerSecond"] > 0 for w in report["writes"])
     assert report["search"]["alone"]["searches"] > 0 and report["search"]["alone"]["failed"] == 0
     assert "| 2 | 2 | 1 |" in to_markdown(report)
+
+
+def test_rss_split_counts_anonymous_and_file_backed_memory() -> None:
+    import os
+
+    from hybridrag.benchmarks.loadgen import rss_split
+
+    split = rss_split(os.getpid())
+    assert split["anon"] > 10 * 2**20 and split["file"] > 0
+
+
+@pytest.mark.slow
+def test_scale_benchmark_measures_every_size(sample_index: Path, tmp_path: Path) -> None:
+    from hybridrag.benchmarks import synthetic
+    from hybridrag.benchmarks.scale import plot, run_scale, to_markdown
+
+    def index_for(n: int) -> tuple[Path, dict[str, Any] | None]:
+        built = synthetic.build_synthetic(sample_index, n, tmp_path / f"syn-{n}", embedding_model="minilm")
+        return tmp_path / f"syn-{n}" / "index", built
+
+    queries = ["Who founded Sony?", "When was the analytical engine designed?", "ソニーの創業者"]
+    report = run_scale([120, 40], index_for, queries, "minilm", searches=8)
+    points = report["points"]
+    assert [p["chunks"] for p in points] == [40, 120]  # ascending, whatever the order asked
+    for p in points:
+        assert p["errors"] == 0 and p["searches"] == 8 and p["vectorSearch"] == "sq8-rescored"
+        assert p["recallAt10"] == 1.0 and p["loadSeconds"] > 0 and p["buildSeconds"] > 0
+        assert set(p["latency"]) == {"hybrid", "keyword", "semantic", "graph"}
+        assert p["memoryMB"]["afterSearches"]["anon"] > 100 and p["memoryMB"]["afterSearches"]["file"] > 0
+    assert points[0]["anonBytesPerChunk"] is None and isinstance(points[1]["anonBytesPerChunk"], int)
+    markdown = to_markdown(report)
+    assert markdown.count("\n| 40 |") == 1 and "| 120 |" in markdown
+    plot(report, tmp_path / "scale.png")
+    assert (tmp_path / "scale.png").stat().st_size > 0
