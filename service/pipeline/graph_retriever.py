@@ -70,7 +70,9 @@ _WORDS = re.compile(r"[\w\-’'.]+")
 
 @functools.lru_cache(maxsize=64)
 def _pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (i, j > i) index pairs of k items, in nested-loop order; cached read-only (shared by searches)."""
     first, second = np.triu_indices(k, 1)
+    first.flags.writeable = second.flags.writeable = False
     return first, second
 
 
