@@ -8,7 +8,8 @@ instead of parsing it into objects (at 12.5k chunks the parsed graph held ~30 KB
     adjacency.*.npy, transition.*.npy the walk's CSR matrices (data, indices, indptr)
     pairs.npy, synonyms.npy           sorted entity-pair keys: the relation of an edge, synonym edges
     entity_relations.*.npy            each entity's relations, most frequent first (CSR)
-    entity.npy                        per entity: rank (most mentioned first), chunk count, name of its forms
+    entity_rank.npy, entity_chunks.npy per entity: its place by (most mentioned, id), how many chunks name it
+    name_entity.npy                   the entity of each name form in name.keys.npy
     communities.arrow                 the community reports (few, but their member lists grow with the corpus)
     meta.json                         format and counts, checked against the chunk table
 
@@ -332,11 +333,7 @@ class GraphArrays:
 
     # -- lookups
     def entity_row(self, entity_id: str) -> int | None:
-        ids = self.entities.column("id")
-        for row in self.entity_keys.rows_of(entity_id):
-            if ids[int(row)].as_py() == entity_id:
-                return int(row)
-        return None
+        return self.entity_keys.find(entity_id, self.entities.column("id"))
 
     def entity(self, row: int) -> Entity:
         data = self.entities.slice(row, 1).to_pylist()[0]
@@ -347,11 +344,7 @@ class GraphArrays:
         return Community(**self.communities.slice(row, 1).to_pylist()[0])
 
     def community_row(self, community_id: str) -> int | None:
-        ids = self.communities.column("id")
-        for row in self.community_keys.rows_of(community_id):
-            if ids[int(row)].as_py() == community_id:
-                return int(row)
-        return None
+        return self.community_keys.find(community_id, self.communities.column("id"))
 
     def entity_id(self, row: int) -> str:
         return str(self.entities.column("id")[row].as_py())
@@ -371,11 +364,7 @@ class GraphArrays:
         return out
 
     def relation_row(self, relation_id: str) -> int | None:
-        ids = self.relations.column("id")
-        for row in self.relation_keys.rows_of(relation_id):
-            if ids[int(row)].as_py() == relation_id:
-                return int(row)
-        return None
+        return self.relation_keys.find(relation_id, self.relations.column("id"))
 
     def relation_between(self, a: int, b: int) -> int | None:
         key = min(a, b) * self.entity_count + max(a, b)

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +59,13 @@ class KeyIndex:
         lo = int(np.searchsorted(self.hashes, h, side="left"))
         hi = int(np.searchsorted(self.hashes, h, side="right"))
         return np.asarray(self.rows[lo:hi])
+
+    def find(self, key: str, ids: Any) -> int | None:
+        """The row whose id in `ids` (the indexed Arrow column) is `key`; a hash collision is skipped."""
+        for row in self.rows_of(key):
+            if ids[int(row)].as_py() == key:
+                return int(row)
+        return None
 
     def first_rows(self, keys: Sequence[str]) -> np.ndarray:
         """The first candidate row of each key, -1 for a key not held (one binary search for all)."""

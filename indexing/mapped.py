@@ -52,10 +52,7 @@ class _MappedTable:
         self._keys = _keys(self.table, path, id_column)
 
     def row(self, key: str) -> int | None:
-        for row in self._keys.rows_of(key):
-            if self._ids[int(row)].as_py() == key:
-                return int(row)
-        return None
+        return self._keys.find(key, self._ids)
 
     def __len__(self) -> int:
         return self.table.num_rows

@@ -126,11 +126,7 @@ class QuantizedVectors:
         return str(self.columns.column("chunk_id")[row].as_py())
 
     def row_of(self, chunk_id: str) -> int | None:
-        ids = self.columns.column("chunk_id")
-        for row in self.keys.rows_of(chunk_id):
-            if ids[int(row)].as_py() == chunk_id:
-                return int(row)
-        return None
+        return self.keys.find(chunk_id, self.columns.column("chunk_id"))
 
     def search(
         self, unit: np.ndarray, limit: int, mask: np.ndarray | None = None

@@ -89,28 +89,9 @@ class _Entities:
         return self._arrays.entity(int(row))
 
 
-class _EntityIndex:
-    """`graph.entity_index`: entity id -> node number."""
-
-    def __init__(self, arrays: GraphArrays) -> None:
-        self._arrays = arrays
-
-    def __contains__(self, entity_id: object) -> bool:
-        return isinstance(entity_id, str) and self._arrays.entity_row(entity_id) is not None
-
-    def __getitem__(self, entity_id: str) -> int:
-        row = self._arrays.entity_row(entity_id)
-        if row is None:
-            raise KeyError(entity_id)
-        return row
-
-    def get(self, entity_id: str, default: int | None = None) -> int | None:
-        row = self._arrays.entity_row(entity_id)
-        return default if row is None else row
-
-
 class _ByEntity:
-    """`graph.community_of` and `graph.relations_of`: per entity id, read from the arrays."""
+    """`graph.entity_index` (its node number), `graph.community_of` and `graph.relations_of`: per entity
+    id, read from the arrays."""
 
     def __init__(self, arrays: GraphArrays, read: Any) -> None:
         self._arrays = arrays
@@ -204,7 +185,7 @@ class GraphIndex:
     community_vectors: np.ndarray | None
     entity_vectors: np.ndarray | None
     entities: _Entities
-    entity_index: _EntityIndex
+    entity_index: _ByEntity
     community_of: _ByEntity
     relations_of: _ByEntity
     edge_relation: _EdgeRelation
@@ -238,7 +219,7 @@ class GraphIndex:
             vectors,
             entity_vectors,
             _Entities(arrays),
-            _EntityIndex(arrays),
+            _ByEntity(arrays, lambda row: row),
             _ByEntity(arrays, arrays.community_of),
             _ByEntity(arrays, lambda row: arrays.relation_ids(arrays.relations_of(row))),
             _EdgeRelation(arrays),
