@@ -97,6 +97,8 @@ def cached_index(
 
     from hybridrag.indexing.build import IndexBuilder, tqdm_progress
     from hybridrag.indexing.graph import GRAPH_FORMAT
+    from hybridrag.indexing.graph_arrays import FOLDER as GRAPH_ARRAYS
+    from hybridrag.indexing.graph_arrays import GraphArrays
     from hybridrag.indexing.store import IndexUnavailable, current_version
 
     model = config.embedding_model or "none"
@@ -107,15 +109,14 @@ def cached_index(
     stamp_file = index_dir / "bench-stamp.json"
     if not rebuild and stamp_file.is_file():
         try:
-            current_version(index_dir)
+            version = current_version(index_dir)
             if _same_stamp(json.loads(stamp_file.read_text("utf-8")), stamp, config):
-                manifest = current_version(index_dir).manifest
-                graph = manifest.get("graph") or {}
-                embedding = manifest.get("embedding") or {}
+                graph = version.manifest.get("graph") or {}
+                embedding = version.manifest.get("embedding") or {}
                 old_graph = config.graph and graph.get("format", 1) < GRAPH_FORMAT
                 old_storage = config.graph and (
                     (bool(embedding) and not embedding.get("serving"))
-                    or not (current_version(index_dir).path / "graph" / "arrays" / "meta.json").is_file()
+                    or not GraphArrays.present(version.path / "graph" / GRAPH_ARRAYS)
                 )
                 if old_graph or old_storage:
                     # Built by an older release: a regraph rebuilds the graph and rewrites the tables and
