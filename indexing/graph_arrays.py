@@ -33,6 +33,7 @@ from scipy import sparse
 from hybridrag.indexing.entities import normalize_name
 from hybridrag.indexing.graph import Community, Entity, GraphData
 from hybridrag.indexing.keys import KeyIndex
+from hybridrag.indexing.mapped import take
 
 FOLDER = "arrays"
 FORMAT = 2
@@ -382,7 +383,7 @@ class GraphArrays:
     def relation_ids(self, rows: np.ndarray) -> list[str]:
         if not len(rows):
             return []
-        return [str(x) for x in self.relations.column("id").take(pa.array(rows, pa.int64())).to_pylist()]
+        return [str(x) for x in take(self.relations.column("id"), rows).to_pylist()]
 
 
 def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:

@@ -8,8 +8,9 @@ written uncompressed are mapped without a copy; older, compressed ones are decom
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -40,8 +41,57 @@ def _keys(table: pa.Table, table_path: Path, column: str) -> KeyIndex:
     return KeyIndex.build(table.column(column).to_pylist())
 
 
+Data = TypeVar("Data", pa.Table, pa.ChunkedArray)
+
+
+def take(data: Data, rows: np.ndarray | Sequence[int]) -> Data:
+    """`data.take(rows)`, chunk by chunk: Arrow's take over a column of several chunks concatenates them
+    first, which on a mapped table is a copy of the whole column per call (a million chunks' text)."""
+    at = np.asarray(rows, dtype=np.int64)
+    parts = data.to_batches() if isinstance(data, pa.Table) else data.chunks
+    if len(parts) <= 1 or not len(at):
+        return data.take(pa.array(at, pa.int64()))
+    ends = np.cumsum([len(p) for p in parts])
+    starts = ends - np.asarray([len(p) for p in parts])
+    which = np.searchsorted(ends, at, side="right")
+    order = np.argsort(which, kind="stable")
+    pieces = [
+        parts[int(b)].take(pa.array(at[which == b] - starts[b], pa.int64())) for b in np.unique(which[order])
+    ]
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    joined = pa.Table.from_batches(pieces) if isinstance(data, pa.Table) else pa.chunked_array(pieces)
+    return joined.take(pa.array(inverse, pa.int64()))
+
+
 def _rows(table: pa.Table, rows: np.ndarray) -> list[dict]:
-    return table.take(pa.array(rows, pa.int64())).to_pylist() if len(rows) else []
+    return take(table, rows).to_pylist() if len(rows) else []
+
+
+T = TypeVar("T")
+
+
+class Prefetched(Mapping[str, T], Generic[T]):
+    """A table with some of its rows read ahead in one batch: a page of results reads its chunks (and then
+    their documents) with one Arrow `take` instead of one slice per lookup; any other id falls through to
+    the table."""
+
+    def __init__(self, table: Mapping[str, T], held: dict[str, T]) -> None:
+        self.table = table
+        self._held = held
+
+    def __getitem__(self, key: str) -> T:
+        held = self._held.get(key)
+        return self.table[key] if held is None else held
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._held or key in self.table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
 
 
 class _MappedTable:
@@ -71,6 +121,15 @@ class _MappedTable:
     def id_at(self, row: int) -> str:
         return str(self._ids[row].as_py())
 
+    def _read(self, keys: Sequence[str], convert: Callable[[dict], T]) -> dict[str, T]:
+        """The rows of the known `keys`, read in one `take`, by key."""
+        unique = list(dict.fromkeys(keys))
+        rows = self.rows(unique)
+        known = rows >= 0
+        values = _rows(self.table, rows[known])
+        found = [k for k, f in zip(unique, known, strict=True) if f]
+        return {k: convert(v) for k, v in zip(found, values, strict=True)}
+
     def rows(self, keys: Sequence[str]) -> np.ndarray:
         """The row of each key, -1 for an unknown one: hashed and searched together, then checked against
         the ids themselves in one comparison (a key whose first candidate is not its row is looked up alone)."""
@@ -79,7 +138,7 @@ class _MappedTable:
             return rows
         found = rows >= 0
         if found.any():
-            held = self._ids.take(pa.array(rows[found], pa.int64()))
+            held = take(self._ids, rows[found])
             same = pc.equal(held, pa.array([k for k, f in zip(keys, found, strict=True) if f], pa.string()))
             wrong = np.flatnonzero(found)[~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)]
             for i in wrong:
@@ -103,6 +162,10 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
 
     def at(self, row: int) -> Chunk:
         return chunk_from_row(self.table.slice(row, 1).to_pylist()[0])
+
+    def prefetch(self, chunk_ids: Sequence[str]) -> Prefetched[Chunk]:
+        """This table with `chunk_ids` read ahead in one batch."""
+        return Prefetched(self, self._read(chunk_ids, chunk_from_row))
 
     def of_doc(self, doc_id: str) -> list[Chunk]:
         """The document's chunks in reading order (none for an unknown id)."""
@@ -128,6 +191,10 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
         if row is None:
             raise KeyError(doc_id)
         return document_from_row(self.table.slice(row, 1).to_pylist()[0])
+
+    def prefetch(self, doc_ids: Sequence[str]) -> Prefetched[Document]:
+        """This table with `doc_ids` read ahead in one batch."""
+        return Prefetched(self, self._read(doc_ids, document_from_row))
 
     def page(self, offset: int, limit: int) -> list[Document]:
         """Documents in id order, `limit` from `offset` (the order is sorted once, in Arrow, on first use)."""

@@ -3,7 +3,7 @@
 `VectorIndexWriter.finish` derives them from the LanceDB table (the source of truth, which updates edit), in
 the table's row order, beside it in the version's `vectors/` folder:
 
-    serving-vectors.npy    rows x dim float32, unit length; memory-mapped, only the rescored rows are read
+    serving-vectors.npy    rows x dim float32, unit length; only the rescored rows are read (`RowFile`)
     serving-codes.faiss    faiss IndexScalarQuantizer, 8-bit uniform, inner product: dim bytes a row, resident
     serving-columns.arrow  chunk_id, file_id, date, entity_types in row order (uncompressed Arrow IPC, mapped)
     serving-keys.npy       chunk id -> row (`keys.KeyIndex`)
@@ -11,7 +11,10 @@ the table's row order, beside it in the version's `vectors/` folder:
 A search scans the codes for a few hundred candidates (faiss, SIMD, ~10 ms a million rows on one core here)
 and rescores them with their float32 vectors, so every similarity returned is exact and only the candidate
 set is approximate (recall against exact search: benchmarks/README.md). Nothing here grows the process'
-own memory with the corpus except the codes (dim bytes a row); the rest is file-backed and reclaimable.
+own memory with the corpus except the codes (dim bytes a row); the rest is file-backed and reclaimable. The
+float32 rows are read with `pread`, not mapped: a mapping keeps every page a rescoring touched, with the
+kernel's fault-around neighbours (16 pages a fault), in the process' resident set, which at a million
+rows grew to most of the 1.5 GB file; read, they stay in the page cache only.
 """
 
 from __future__ import annotations
@@ -91,6 +94,48 @@ def write_serving_files(folder: Path, table: Any, dim: int) -> int:
     return n
 
 
+class RowFile:
+    """The rows of a 2-d `.npy` matrix, read from disk when asked for (positional reads, safe across threads).
+
+    Holds an open file and the header's geometry; the file object closes itself when the last reference to
+    a version's vectors goes, so a swapped-out version leaves no descriptor behind."""
+
+    def __init__(self, path: Path) -> None:
+        header = np.load(path, mmap_mode="r")  # the header parsed; the mapping is dropped at once
+        if header.ndim != 2 or not header.flags.c_contiguous:
+            raise ValueError(f"{path} is not a row-major matrix")
+        self.shape: tuple[int, int] = (int(header.shape[0]), int(header.shape[1]))
+        self.dtype = np.dtype(header.dtype)
+        self._offset = int(header.offset)
+        del header
+        self._row_bytes = self.shape[1] * self.dtype.itemsize
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - lives as long as this object
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The given rows, in the order given (consecutive rows read together)."""
+        out = np.empty((len(rows), self.shape[1]), dtype=self.dtype)
+        if not len(rows):
+            return out
+        view, size, fd = out.data.cast("B"), self._row_bytes, self._file.fileno()
+        at = np.asarray(rows, dtype=np.int64)
+        if at.min() < 0 or at.max() >= self.shape[0]:
+            raise IndexError("row out of range")
+        # Runs of consecutive rows: one read each.
+        breaks = np.flatnonzero(np.diff(at) != 1) + 1
+        for start, end in zip(np.r_[0, breaks], np.r_[breaks, len(at)], strict=True):
+            first, count = int(at[start]), int(end - start)
+            want = count * size
+            got = os.preadv(
+                fd, [view[int(start) * size : int(start) * size + want]], self._offset + first * size
+            )
+            if got != want:
+                raise OSError(f"short read from {self._file.name}")
+        return out
+
+    def all(self) -> np.ndarray:
+        return self.take(np.arange(self.shape[0]))
+
+
 def read_mapped(path: Path) -> pa.Table:
     """An uncompressed Arrow IPC file, memory-mapped: columns are read from the page cache, not copied."""
     return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
@@ -98,7 +143,7 @@ def read_mapped(path: Path) -> pa.Table:
 
 @dataclass(slots=True)
 class QuantizedVectors:
-    matrix: np.ndarray  # rows x dim float32, memory-mapped
+    matrix: RowFile  # rows x dim float32, on disk
     codes: Any  # faiss.IndexScalarQuantizer
     columns: pa.Table  # FILTER_COLUMNS, memory-mapped
     keys: KeyIndex
@@ -107,12 +152,12 @@ class QuantizedVectors:
     def open(cls, folder: Path, dim: int) -> QuantizedVectors:
         import faiss
 
-        matrix = np.load(folder / VECTORS, mmap_mode="r")
+        matrix = RowFile(folder / VECTORS)
         codes = faiss.read_index(str(folder / CODES))
         columns = read_mapped(folder / COLUMNS)
         keys = KeyIndex.load(folder / KEYS)
         n = matrix.shape[0]
-        if matrix.ndim != 2 or matrix.shape[1] != dim or codes.d != dim:
+        if matrix.shape[1] != dim or codes.d != dim:
             raise ValueError(f"serving vectors of {folder} are not {dim}-d")
         if not (codes.ntotal == columns.num_rows == len(keys) == n):
             raise ValueError(f"serving files of {folder} disagree on the number of rows")
@@ -170,15 +215,13 @@ class QuantizedVectors:
         return np.sort(rows[rows >= 0]).astype(np.int64)
 
     def _exact(self, rows: np.ndarray, unit: np.ndarray) -> np.ndarray:
-        if len(rows) == self.rows:
-            return np.asarray(self.matrix @ unit, dtype=np.float32)
         out = np.empty(len(rows), dtype=np.float32)
-        # Sorted rows, in blocks: reads from the mapped file in order, bounded transient memory.
+        # Sorted rows, in blocks: reads the file in order, bounded transient memory.
         for lo in range(0, len(rows), BLOCK):
             part = rows[lo : lo + BLOCK]
-            out[lo : lo + len(part)] = self.matrix[part] @ unit
+            out[lo : lo + len(part)] = self.matrix.take(part) @ unit
         return out
 
     def vector(self, chunk_id: str) -> np.ndarray | None:
         row = self.row_of(chunk_id)
-        return None if row is None else np.array(self.matrix[row])
+        return None if row is None else self.matrix.take(np.array([row]))[0]

@@ -596,6 +596,10 @@ def test_a_chunks_entities_come_from_its_edges_most_mentioned_first(
         assert loaded.sources_of(cid) == (own, community, relations[:20]), cid
         with_relations += bool(relations)
     assert with_relations
+    # A page answered together gives what each passage gives alone, unknown ids included, in order.
+    page = [*list(index.chunks)[::3], "no-such-chunk", next(iter(index.chunks))]
+    assert loaded.sources_of_many(page) == [loaded.sources_of(c) for c in page]
+    assert loaded.sources_of("no-such-chunk") == ([], None, [])
     assert loaded.entities_of("no-such-chunk") == [] and loaded.chunk_node("no-such-chunk") is None
 
 

@@ -6,10 +6,11 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from hybridrag.indexing.keys import KeyIndex
-from hybridrag.indexing.mapped import ChunkTable, DocumentTable, keys_path, write_keys
+from hybridrag.indexing.mapped import ChunkTable, DocumentTable, keys_path, take, write_keys
 from hybridrag.indexing.sources import Document
 from hybridrag.indexing.tables import (
     CHUNK_SCHEMA,
@@ -96,3 +97,31 @@ def test_key_index_round_trips_and_keeps_repeated_keys(tmp_path: Path) -> None:
     np.save(tmp_path / "bad.npy", np.zeros(3))
     with pytest.raises(ValueError, match="not a key index"):
         KeyIndex.load(tmp_path / "bad.npy")
+
+
+def test_take_reads_across_chunks_in_the_order_asked() -> None:
+    # A mapped table of several record batches: rows from every batch, repeated, out of order.
+    table = pa.Table.from_batches(
+        [
+            pa.record_batch({"x": list(range(i, i + 3)), "y": [str(v) for v in range(i, i + 3)]})
+            for i in (0, 3, 6)
+        ]
+    )
+    rows = [7, 0, 4, 8, 0, 3]
+    assert take(table, rows).to_pylist() == [{"x": r, "y": str(r)} for r in rows]
+    assert take(table.column("y"), rows).to_pylist() == [str(r) for r in rows]
+    assert take(table, []).num_rows == 0 and take(table.column("x"), np.array([], np.int64)).to_pylist() == []
+    single = pa.table({"x": [5, 6]})
+    assert take(single, [1, 0]).column("x").to_pylist() == [6, 5]
+
+
+def test_prefetch_reads_a_page_in_one_batch_and_falls_through(tmp_path: Path) -> None:
+    doc_path, chunk_path = _write(tmp_path)
+    documents, chunks = DocumentTable(doc_path), ChunkTable(chunk_path)
+    page = chunks.prefetch(["c-a1", "nope", "c-b0", "c-a1"])
+    assert page["c-a1"] == chunks["c-a1"] and page["c-b0"] == chunks["c-b0"]
+    assert page["c-b1"] == chunks["c-b1"]  # not read ahead: from the table
+    assert "nope" not in page and page.get("nope") is None and len(page) == 4
+    assert list(page) == list(chunks)
+    docs = documents.prefetch(["b"])
+    assert docs["b"] == documents["b"] and docs["a"] == documents["a"]

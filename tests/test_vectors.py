@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hybridrag.indexing import quantized
 from hybridrag.indexing import vectors as vec
 from hybridrag.indexing.filters import ChunkFilters
 
@@ -182,7 +183,6 @@ def _clustered(n: int, dim: int, seed: int = 3) -> np.ndarray:
 def test_quantized_scan_rescores_exactly_and_matches_exact_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hybridrag.indexing import quantized
 
     n, dim = 6000, 64
     data = _clustered(n, dim)
@@ -229,8 +229,6 @@ def test_an_update_rewrites_the_serving_files_and_leaves_the_linked_version_alon
     import os
     import shutil
 
-    from hybridrag.indexing import quantized
-
     data = _fill(tmp_path / "v1", 300)
     # An update's staging copy hard-links the files of the served version (store.clone_into_staging).
     shutil.copytree(tmp_path / "v1", tmp_path / "v2", copy_function=os.link)
@@ -244,3 +242,19 @@ def test_an_update_rewrites_the_serving_files_and_leaves_the_linked_version_alon
     hits, total = new.search(data[0], 5)
     assert total == 296 and "c0" not in {h.chunk_id for h in hits}
     assert new.vectors(["c0", "c5"]).keys() == {"c5"}
+
+
+def test_row_file_reads_the_rows_asked_for(tmp_path: Path) -> None:
+    # Rescoring reads candidate rows with positional reads (no mapping): any order, runs, repeats.
+    matrix = np.random.default_rng(0).standard_normal((50, 7)).astype(np.float32)
+    np.save(tmp_path / "m.npy", matrix)
+    rows = quantized.RowFile(tmp_path / "m.npy")
+    assert rows.shape == (50, 7)
+    for at in ([0], [49], [3, 4, 5, 9, 10, 2, 2, 0], list(range(50)), []):
+        np.testing.assert_array_equal(rows.take(np.array(at, dtype=np.int64)), matrix[at])
+    np.testing.assert_array_equal(rows.all(), matrix)
+    with pytest.raises(IndexError):
+        rows.take(np.array([50]))
+    np.save(tmp_path / "v.npy", np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="row-major matrix"):
+        quantized.RowFile(tmp_path / "v.npy")

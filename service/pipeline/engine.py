@@ -27,7 +27,7 @@ from hybridrag.pipeline.ranking import (
     run_retrievers,
 )
 from hybridrag.pipeline.rerank import RerankerUnavailable
-from hybridrag.pipeline.response import result_item, text_of, unit
+from hybridrag.pipeline.response import PageRows, result_item, text_of, unit
 from hybridrag.pipeline.retrievers import RetrievalQuery, Retrieved, strategy_names
 from hybridrag.schemas.base import SCHEMA_VERSION
 from hybridrag.schemas.search import (
@@ -237,8 +237,9 @@ class SearchEngine(IndexLifecycle):
         trace = retrieved["graph"].trace if "graph" in retrieved else None
         page = kept[request.options.offset : request.options.offset + request.options.limit]
         query_tokens = set(index.keyword.query_terms(request.text)[0])
+        rows = PageRows.read(index, [f.id for f in page])
         items = [
-            result_item(index, f, by_strategy, query_tokens, request, self.settings.base_url, trace)
+            result_item(index, rows, f, by_strategy, query_tokens, request, self.settings.base_url, trace)
             for f in page
         ]
         for item in items:

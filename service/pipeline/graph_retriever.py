@@ -42,6 +42,7 @@ from hybridrag.indexing.graph_arrays import (
     GraphArrays,
     ListOrder,
 )
+from hybridrag.indexing.mapped import take
 from hybridrag.indexing.tables import Chunk
 from hybridrag.indexing.text import has_japanese
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
@@ -265,52 +266,82 @@ class GraphIndex:
         return bool(mask[chunks].any())
 
     def sources_of(self, chunk_id: str, most: int = 20) -> tuple[list[str], str | None, list[str]]:
-        """A passage's sources in the graph: its entities (most mentioned first, at most `most`), their
+        """A passage's sources in the graph (see `sources_of_many`)."""
+        return self.sources_of_many([chunk_id], most)[0]
+
+    def sources_of_many(
+        self, chunk_ids: Sequence[str], most: int = 20
+    ) -> list[tuple[list[str], str | None, list[str]]]:
+        """Each passage's sources in the graph: its entities (most mentioned first, at most `most`), their
         most common community, and the relations among them whose co-occurrences include this passage.
 
         Only pairs among the chunk's own entities: walking every relation of each entity cost time growing
-        with the corpus (hub entities have thousands of relations at 100k chunks). Row lookups, one Arrow
-        call per column, so a page of results costs a few lookups each, not one per pair.
+        with the corpus (hub entities have thousands of relations at 100k chunks). A page of results is
+        answered together: one Arrow call per column for all its passages, not one per passage.
         """
-        node = self.chunk_node(chunk_id)
-        if node is None:
-            return [], None, []
         arrays, a = self.arrays, self.adjacency
         ne = arrays.entity_count
-        neighbours = np.asarray(a.indices[a.indptr[node] : a.indptr[node + 1]])
-        mentioned = neighbours[neighbours < ne]
-        rows = mentioned[np.argsort(self.entity_rank[mentioned], kind="stable")][:most].astype(np.int64)
-        if not len(rows):
-            return [], None, []
-        at_rows = pa.array(rows, pa.int64())
-        ids = arrays.entities.column("id").take(at_rows).to_pylist()
-        found = [c for c in arrays.entities.column("community").take(at_rows).to_pylist() if c is not None]
-        counts = {c: found.count(c) for c in set(found)}
-        community = min(counts, key=lambda c: (-counts[c], c)) if counts else None
-        first, second = _pairs(len(rows))  # pairs in the order of a nested loop
-        low, high = np.minimum(rows[first], rows[second]), np.maximum(rows[first], rows[second])
-        keys = (low * ne + high)[low != high]
-        at = np.minimum(np.searchsorted(arrays.pair_keys, keys), max(0, len(arrays.pair_keys) - 1))
-        hit = (arrays.pair_keys[at] == keys) if len(arrays.pair_keys) else np.zeros(len(keys), dtype=bool)
+        rows = self.chunks.rows(list(chunk_ids))
+        per_chunk: list[np.ndarray] = []
+        for row in rows:
+            if row < 0:
+                per_chunk.append(np.zeros(0, dtype=np.int64))
+                continue
+            node = ne + int(row)
+            neighbours = np.asarray(a.indices[a.indptr[node] : a.indptr[node + 1]])
+            mentioned = neighbours[neighbours < ne]
+            order = np.argsort(self.entity_rank[mentioned], kind="stable")
+            per_chunk.append(mentioned[order][:most].astype(np.int64))
+        every = np.concatenate(per_chunk) if per_chunk else np.zeros(0, np.int64)
+        ids = take(arrays.entities.column("id"), every).to_pylist()
+        communities = take(arrays.entities.column("community"), every).to_pylist()
+        # Candidate relations: pairs among each chunk's entities, looked up together; `owner` says whose.
+        keys, owner = [], []
+        for i, mine in enumerate(per_chunk):
+            first, second = _pairs(len(mine))  # pairs in the order of a nested loop
+            low, high = np.minimum(mine[first], mine[second]), np.maximum(mine[first], mine[second])
+            k = (low * ne + high)[low != high]
+            keys.append(k)
+            owner.append(np.full(len(k), i))
+        all_keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+        owners = np.concatenate(owner) if owner else np.zeros(0, np.int64)
+        pair_keys = arrays.pair_keys
+        at = np.minimum(np.searchsorted(pair_keys, all_keys), max(0, len(pair_keys) - 1))
+        hit = (pair_keys[at] == all_keys) if len(pair_keys) else np.zeros(len(all_keys), dtype=bool)
         relation_rows = np.asarray(arrays.pair_rows[at[hit]], dtype=np.int64)
-        relation_ids: list[str] = []
+        relation_owner = owners[hit]
+        evidenced = np.zeros(len(relation_rows), dtype=bool)
         if len(relation_rows):
-            # Which of these relations list this passage: one comparison over their flattened chunk lists.
-            lists = (
-                arrays.relations.column("chunk_ids")
-                .take(pa.array(relation_rows, pa.int64()))
-                .combine_chunks()
-            )
+            # Which relations list their own passage: one comparison over their flattened chunk lists.
+            lists = take(arrays.relations.column("chunk_ids"), relation_rows).combine_chunks()
             parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-            here = np.asarray(pc.equal(lists.flatten(), chunk_id).to_numpy(zero_copy_only=False), dtype=bool)
-            evidenced = np.zeros(len(relation_rows), dtype=bool)
+            expected = pa.array(list(chunk_ids), pa.string()).take(
+                pa.array(relation_owner[parents], pa.int64())
+            )
+            here = np.asarray(pc.equal(lists.flatten(), expected).to_numpy(zero_copy_only=False), dtype=bool)
             evidenced[parents[here]] = True
-            kept = relation_rows[evidenced]
-            kept = kept[np.sort(np.unique(kept, return_index=True)[1])][:most]  # first occurrences, in order
-            relation_ids = [
-                str(x) for x in arrays.relations.column("id").take(pa.array(kept, pa.int64())).to_pylist()
-            ]
-        return [str(x) for x in ids], community, relation_ids
+        kept_per: list[np.ndarray] = []
+        for i in range(len(per_chunk)):
+            kept = relation_rows[evidenced & (relation_owner == i)]
+            kept_per.append(kept[np.sort(np.unique(kept, return_index=True)[1])][:most])  # first occurrences
+        kept_all = np.concatenate(kept_per) if kept_per else np.zeros(0, np.int64)
+        relation_ids = [str(x) for x in take(arrays.relations.column("id"), kept_all).to_pylist()]
+        out: list[tuple[list[str], str | None, list[str]]] = []
+        e_at = r_at = 0
+        for mine, kept in zip(per_chunk, kept_per, strict=True):
+            found = [c for c in communities[e_at : e_at + len(mine)] if c is not None]
+            counts = {c: found.count(c) for c in set(found)}
+            community = min(counts, key=lambda c: (-counts[c], c)) if counts else None
+            out.append(
+                (
+                    [str(x) for x in ids[e_at : e_at + len(mine)]],
+                    community,
+                    relation_ids[r_at : r_at + len(kept)],
+                )
+            )
+            e_at += len(mine)
+            r_at += len(kept)
+        return out
 
     def entities_of(self, chunk_id: str) -> list[str]:
         """The entities the chunk mentions (its entity neighbours), most mentioned first."""

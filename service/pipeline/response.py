@@ -6,8 +6,12 @@ Reads a pinned `LoadedIndex` only; never imports the HTTP layer.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hybridrag.indexing.sources import Document
+from hybridrag.indexing.tables import Chunk
 from hybridrag.pipeline.fusion import FusedItem
 from hybridrag.pipeline.highlight import best_sentence, fragment, term_matches
 from hybridrag.pipeline.loaded_index import LoadedIndex
@@ -26,6 +30,31 @@ from hybridrag.schemas.search import (
 CONTEXT_CHARS = 300
 
 
+Sources = tuple[list[str], str | None, list[str]]
+
+
+@dataclass(slots=True)
+class PageRows:
+    """What one page of results reads from the index, read ahead in a batch per table: its chunks, their
+    documents and their sources in the graph (any other id is read from the index when asked for)."""
+
+    chunks: Mapping[str, Chunk]
+    documents: Mapping[str, Document]
+    sources: dict[str, Sources] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, index: LoadedIndex, ids: Sequence[str]) -> PageRows:
+        chunks = index.chunks.prefetch(ids)
+        chunk_ids = [i for i in ids if i in chunks]
+        documents = index.documents.prefetch([chunks[c].doc_id for c in chunk_ids])
+        retriever = index.retrievers.get("graph")
+        sources: dict[str, Sources] = {}
+        if retriever is not None and chunk_ids:
+            many = retriever.graph.sources_of_many(chunk_ids)  # type: ignore[attr-defined]
+            sources = dict(zip(chunk_ids, many, strict=True))
+        return cls(chunks, documents, sources)
+
+
 def text_of(index: LoadedIndex, item_id: str) -> str:
     chunk = index.chunks.get(item_id)
     if chunk is not None:
@@ -38,15 +67,16 @@ def text_of(index: LoadedIndex, item_id: str) -> str:
     return str(graph.community_by_id[item_id].report)
 
 
-def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResultSources:
+def chunk_sources(index: LoadedIndex, rows: PageRows, chunk_id: str, file_id: str) -> SearchResultSources:
     """The chunk's entities, their most common community and the relations among them."""
     retriever = index.retrievers.get("graph")
     if retriever is None:
         return SearchResultSources(
             chunk_id=chunk_id, file_id=file_id, entity_ids=[], community_id=None, relation_ids=[]
         )
+    found = rows.sources.get(chunk_id)
     graph = retriever.graph  # type: ignore[attr-defined]
-    entity_ids, community, relation_ids = graph.sources_of(chunk_id)
+    entity_ids, community, relation_ids = graph.sources_of(chunk_id) if found is None else found
     return SearchResultSources(
         chunk_id=chunk_id,
         file_id=file_id,
@@ -56,20 +86,21 @@ def chunk_sources(index: LoadedIndex, chunk_id: str, file_id: str) -> SearchResu
     )
 
 
-def graph_path(index: LoadedIndex, trace: Any, item_id: str) -> list[dict[str, Any]]:
+def graph_path(index: LoadedIndex, rows: PageRows, trace: Any, item_id: str) -> list[dict[str, Any]]:
     """The walk (seed -> entity -> passage ...) that brought a graph result, from the graph's trace."""
     if trace is None or "graph" not in index.retrievers:
         return []
     path: list[dict[str, Any]] = trace.path(index.retrievers["graph"].graph, item_id)  # type: ignore[attr-defined]
     for step in path:  # passages are named by their document's title, so a path reads without lookups
-        chunk = index.chunks.get(step["id"]) if step["type"] == "chunk" else None
-        if chunk is not None and chunk.doc_id in index.documents:
-            step["title"] = index.documents[chunk.doc_id].title
+        chunk = rows.chunks.get(step["id"]) if step["type"] == "chunk" else None
+        if chunk is not None and chunk.doc_id in rows.documents:
+            step["title"] = rows.documents[chunk.doc_id].title
     return path
 
 
 def graph_item(
     index: LoadedIndex,
+    rows: PageRows,
     fused: FusedItem,
     by_strategy: dict[str, dict[str, Candidate]],
     request: SearchRequest,
@@ -90,7 +121,7 @@ def graph_item(
         chunk_ids = [
             c
             for c in e.chunk_ids
-            if allowed is None or (c in index.chunks and index.chunks[c].file_id in allowed)
+            if allowed is None or (c in rows.chunks and rows.chunks[c].file_id in allowed)
         ]
         content = SearchResultContent(
             text=f"{e.name} ({e.type}): {e.description}",
@@ -134,7 +165,7 @@ def graph_item(
         kind = "community"
     meta["ranks"] = dict(fused.ranks)
     if kind == "entity" and candidate is not None:
-        meta["graphPath"] = graph_path(index, trace, fused.id)
+        meta["graphPath"] = graph_path(index, rows, trace, fused.id)
     return SearchResultItem(
         id=fused.id,
         type=kind,
@@ -149,6 +180,7 @@ def graph_item(
 
 def result_item(
     index: LoadedIndex,
+    rows: PageRows,
     fused: FusedItem,
     by_strategy: dict[str, dict[str, Candidate]],
     query_tokens: set[str],
@@ -158,14 +190,14 @@ def result_item(
 ) -> SearchResultItem:
     """A result item for a fused candidate: a chunk with highlights and context, or a graph item.
 
-    `trace` is the graph retriever's account of its walk; a hit the graph found carries the path that
+    `rows` holds the page's rows read ahead (`PageRows.read`); `trace` is the graph retriever's account of its walk; a hit the graph found carries the path that
     reached it in `metadata.graphPath` (seed entity -> related entities -> the passage).
     """
     chunk_id, score = fused.id, fused.score
-    if chunk_id not in index.chunks:
-        return graph_item(index, fused, by_strategy, request, trace)
-    chunk = index.chunks[chunk_id]
-    doc = index.documents[chunk.doc_id]
+    chunk = rows.chunks.get(chunk_id)
+    if chunk is None:
+        return graph_item(index, rows, fused, by_strategy, request, trace)
+    doc = rows.documents[chunk.doc_id]
     per = {name: (by_strategy.get(name, {}).get(chunk_id)) for name in STRATEGIES}
     matches = term_matches(chunk.text, query_tokens, index.analyzer) if query_tokens else []
     highlights = []
@@ -196,7 +228,7 @@ def result_item(
             "ranks": dict(fused.ranks),
         }
         if per["graph"] is not None:
-            metadata["graphPath"] = graph_path(index, trace, chunk_id)
+            metadata["graphPath"] = graph_path(index, rows, trace, chunk_id)
         if chunk.pages:
             metadata["page"] = chunk.pages[0]
             metadata["pages"] = list(chunk.pages)
@@ -219,7 +251,7 @@ def result_item(
             context_after=after,
         ),
         highlights=highlights,
-        sources=chunk_sources(index, chunk_id, chunk.file_id),
+        sources=chunk_sources(index, rows, chunk_id, chunk.file_id),
         metadata=metadata,
     )
 
