@@ -10,7 +10,7 @@ from hybridrag.benchmarks.common import machine, markdown_table, now
 
 
 def run_build(source: Path, embedding_model: str | None, chunk_size: int = 800) -> dict[str, Any]:
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder, tqdm_progress
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, tqdm_progress
 
     config = BuildConfig(embedding_model=embedding_model, chunk_size=chunk_size)
     with tempfile.TemporaryDirectory() as tmp:

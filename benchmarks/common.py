@@ -95,11 +95,11 @@ def cached_index(
     """
     from dataclasses import asdict
 
-    from hybridrag.indexing.build import IndexBuilder, tqdm_progress
-    from hybridrag.indexing.graph import GRAPH_FORMAT
-    from hybridrag.indexing.graph_arrays import FOLDER as GRAPH_ARRAYS
-    from hybridrag.indexing.graph_arrays import GraphArrays
-    from hybridrag.indexing.store import IndexUnavailable, current_version
+    from hybridrag.indexing.builds.build import IndexBuilder, tqdm_progress
+    from hybridrag.indexing.stores.graph import GRAPH_FORMAT
+    from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
+    from hybridrag.indexing.stores.graph_arrays import GraphArrays
+    from hybridrag.indexing.stores.versions import IndexUnavailable, current_version
 
     model = config.embedding_model or "none"
     # Indexes embedded by another passage encoder than torch live beside the torch-built one, not over it.

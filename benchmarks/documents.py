@@ -66,7 +66,7 @@ def run_documents(
     searches: int = 100,
     search_seconds: float = 30.0,
 ) -> dict[str, Any]:
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 
     data = load_beir(dataset, split)
     queries = [{"text": q[:1000], "options": {"limit": 10}} for q in list(data.queries.values())[:searches]]

@@ -62,8 +62,8 @@ def _passage_flops(model: str, passages: list[str]) -> tuple[float, float, dict[
     has no tokenizer.json / config.json to count with."""
     from tokenizers import Tokenizer
 
-    from hybridrag.indexing.embedders import ModelUnavailable, model_spec
-    from hybridrag.indexing.onnx_encoder import _max_length
+    from hybridrag.indexing.models.embedders import ModelUnavailable, model_spec
+    from hybridrag.indexing.models.onnx_encoder import _max_length
 
     try:
         spec = model_spec(model)
@@ -83,7 +83,7 @@ def _passage_flops(model: str, passages: list[str]) -> tuple[float, float, dict[
 def run_encoders(
     datasets: list[Path], models: list[str], queries: int = 100, passages: int = 256, passage_chars: int = 800
 ) -> dict[str, Any]:
-    from hybridrag.indexing.embedders import ModelUnavailable, load_embedder
+    from hybridrag.indexing.models.embedders import ModelUnavailable, load_embedder
 
     qs: list[str] = []
     ps: list[str] = []

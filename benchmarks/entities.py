@@ -156,8 +156,8 @@ def run_entities(
     dataset: Path, casings: Sequence[str] = ("original",), limit: int | None = None
 ) -> dict[str, Any]:
     """The index's entity extractor on `dataset` (each casing a copy of the text)."""
-    from hybridrag.indexing.analyzers import Analyzer
-    from hybridrag.indexing.entities import EntityExtractor, normalize_name
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
 
     sentences = read_dataset(dataset)[:limit]
     extractor = EntityExtractor(Analyzer())

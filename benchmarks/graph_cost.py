@@ -26,9 +26,9 @@ def measure_index(
 ) -> dict[str, Any]:
     import numpy as np
 
-    from hybridrag.indexing.build import BuildConfig
-    from hybridrag.indexing.filters import ChunkFilters
-    from hybridrag.indexing.store import current_version
+    from hybridrag.indexing.builds.build import BuildConfig
+    from hybridrag.indexing.stores.filters import ChunkFilters
+    from hybridrag.indexing.stores.versions import current_version
     from hybridrag.pipeline.classifier import QueryClassifier
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.graph_retriever import GraphIndex, GraphRetriever

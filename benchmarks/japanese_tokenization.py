@@ -22,10 +22,10 @@ VARIANTS: dict[str, tuple[bool, float]] = {
 
 
 def run(dataset_dir: Path, split: str, index_dir: Path) -> dict[str, Any]:
-    from hybridrag.indexing.analyzers import Analyzer
-    from hybridrag.indexing.keyword import KeywordIndex
-    from hybridrag.indexing.store import current_version
-    from hybridrag.indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.stores.keyword import KeywordIndex
+    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.versions import current_version
 
     dataset = load_beir(dataset_dir, split)
     version = current_version(index_dir)

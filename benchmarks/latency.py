@@ -56,7 +56,7 @@ def run_latency(
     worktree of an older commit) a second service runs that code on the same index, idle while the
     other is measured; every level is measured in `ROUNDS` rounds that alternate which service goes first,
     and each row carries the baseline's figures and the ratios (this / baseline)."""
-    from hybridrag.indexing.store import current_version
+    from hybridrag.indexing.stores.versions import current_version
     from hybridrag.pipeline.settings import Settings
 
     manifest = current_version(index_dir).manifest
@@ -171,7 +171,7 @@ def _describe(tree: Path) -> dict[str, Any]:
 
 
 def _vector_path(index: dict[str, Any]) -> str:
-    from hybridrag.indexing.vectors import IN_MEMORY_MAX_ROWS
+    from hybridrag.indexing.stores.vectors import IN_MEMORY_MAX_ROWS
 
     if index.get("serving"):
         return "int8 codes scanned, float32 rescored from disk"

@@ -147,6 +147,8 @@ class DriveResult:
     rss_samples: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, bytes)
     versions: Counter[str] = field(default_factory=Counter)
     degraded: list[str] = field(default_factory=list)  # 200s whose notes say a retriever failed or timed out
+    # Per answer: seconds since the start when it came, its latency in ms, the index version it names.
+    timed: list[tuple[float, float, str | None]] = field(default_factory=list)
 
     @property
     def requests(self) -> int:
@@ -170,6 +172,7 @@ def merged(results: Sequence[DriveResult]) -> DriveResult:
         out.rss_samples += r.rss_samples
         out.versions.update(r.versions)
         out.degraded += r.degraded
+        out.timed += r.timed
     return out
 
 
@@ -226,6 +229,7 @@ def drive(
                     ]
                     with lock:
                         result.latencies_ms.append(ms)
+                        result.timed.append((time.perf_counter() - started, ms, version))
                         result.statuses[r.status_code] += 1
                         if version:
                             result.versions[version] += 1

@@ -95,8 +95,8 @@ def bm25s_baseline(dataset: BeirDataset) -> tuple[dict[str, dict[str, float]], l
     """bm25s over whole documents (title + text) with our analyzer's tokens, k1=0.9, b=0.4."""
     import bm25s
 
-    from hybridrag.indexing.analyzers import Analyzer
-    from hybridrag.indexing.sources import SourceReport, iter_documents
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.documents.sources import SourceReport, iter_documents
 
     analyzer = Analyzer()
     ids, corpus_tokens = [], []
@@ -141,7 +141,7 @@ def run_quality(
     index (built by torch), as rows "semantic[onnx]", "hybrid[onnx]": the quality cost of the fast path.
     `build_encoders`: further passage encoders to build a second index with (cached beside the first), searched
     with the same settings, as rows "semantic[built:onnx]", "hybrid[built:onnx]"."""
-    from hybridrag.indexing.build import BuildConfig
+    from hybridrag.indexing.builds.build import BuildConfig
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.settings import Settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hybridrag.benchmarks.common import RESULTS
-from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL as DEFAULT_MODEL
+from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL as DEFAULT_MODEL
 
 HEADER = """# Benchmark results
 
@@ -38,6 +38,7 @@ hybridrag bench graph --dataset ../shared/data/scifact --split train     # graph
 hybridrag bench profile --dataset ../shared/data/scifact --split train   # per-stage milliseconds, 12.5k + 100k
 hybridrag bench vectors --dataset ../shared/data/scifact --split train   # exact vs two-stage vector search, 12.5k + 100k
 hybridrag bench scale --dataset ../shared/data/scifact --split train --chunks 1000,20000,100000  # memory, load, latency, recall against N
+hybridrag bench swap --dataset ../shared/data/scifact --split train --chunks 1000000  # hot swap of a 1M-chunk index under load
 python -m hybridrag.benchmarks.japanese_tokenization ../shared/data/jaquad_ja dev benchmarks/.cache/jaquad_ja-minilm-800
 ```
 

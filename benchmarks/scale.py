@@ -38,8 +38,8 @@ def measure_point(
     build: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """One N: load time and recall in process, then memory and latency of the served index."""
-    from hybridrag.indexing.store import current_version
-    from hybridrag.indexing.vectors import VectorIndex
+    from hybridrag.indexing.stores.vectors import VectorIndex
+    from hybridrag.indexing.stores.versions import current_version
     from hybridrag.pipeline.loaded_index import load_index
 
     version = current_version(index_dir)
@@ -113,7 +113,7 @@ def run_scale(
     searches: int = 1000,
 ) -> dict[str, Any]:
     """Every size in `sizes` (ascending), its index from `index_for(n)` (directory, build report or None)."""
-    from hybridrag.indexing.embedders import load_embedder
+    from hybridrag.indexing.models.embedders import load_embedder
 
     embedder = load_embedder(embedding_model)
     points = []

@@ -224,7 +224,7 @@ def _vectors(version: Path) -> dict[str, np.ndarray]:
 def compare(local: Path, remote: Path, dataset: BeirDataset, model: str) -> dict[str, Any]:
     """How far two index versions are from being the same index (and the same search results)."""
     from hybridrag.benchmarks.quality import run_strategy
-    from hybridrag.indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_table
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.settings import Settings
 
@@ -278,10 +278,10 @@ def run_scaleout(
     included) instead of the whole corpus again: a shorter rebuild, still a new version to switch to.
     `compare_only`: stop after the two builds and their comparison. `model` "none": no vectors (the chunks,
     graph and keyword + graph results are compared)."""
-    from hybridrag.indexing import store
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder
-    from hybridrag.indexing.distributed import RayPassages
-    from hybridrag.indexing.remote import RemoteIndex, mirror_dir, remote_workspace, sync_mirror
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.builds.distributed import RayPassages
+    from hybridrag.indexing.stores import versions
+    from hybridrag.indexing.stores.remote import RemoteIndex, mirror_dir, remote_workspace, sync_mirror
 
     if not private_network():
         raise RuntimeError(
@@ -311,13 +311,16 @@ def run_scaleout(
         report["build"]["raySeconds"] = round(time.perf_counter() - t0, 2)
         remote = RemoteIndex.open(url)
         built = remote.manifest(str(remote.current())) or {}
-        on_store = built.get(store.WRITTEN_TO_STORE) or {}
+        on_store = built.get(versions.WRITTEN_TO_STORE) or {}
         report["build"]["vectorsWrittenBy"] = (built.get("embedding") or {}).get("writtenBy", "driver")
         report["build"]["vectorFragments"] = sum(1 for rel in on_store if "/data/" in rel)
         check = mirror_dir(work / "check", url)
         sync_mirror(RemoteIndex.open(url), check)
         report["same"] = compare(
-            store.current_version(work / "local").path, store.current_version(check).path, dataset, model
+            versions.current_version(work / "local").path,
+            versions.current_version(check).path,
+            dataset,
+            model,
         )
         if compare_only:
             return report
@@ -395,7 +398,7 @@ def _killed_build(
 ) -> dict[str, Any]:
     """A Ray build to the bucket killed (SIGKILL) while it chunks and embeds: `current` must not move and the
     replicas must keep serving the version they had."""
-    from hybridrag.indexing.remote import RemoteIndex
+    from hybridrag.indexing.stores.remote import RemoteIndex
 
     remote = RemoteIndex.open(url)
     before = remote.current()

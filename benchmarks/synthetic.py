@@ -54,10 +54,10 @@ class ReplayEmbedder:
 
 def write_corpus(base_index: Path, chunks: int, out: Path) -> dict[str, np.ndarray]:
     """Write `out/corpus/part-*.jsonl` with `chunks` one-chunk documents; returns embedding text -> vector."""
-    from hybridrag.indexing.build import embedding_text
-    from hybridrag.indexing.store import current_version
-    from hybridrag.indexing.tables import CHUNKS, DOCUMENTS, read_table
-    from hybridrag.indexing.vectors import TABLE, _connect
+    from hybridrag.indexing.builds.build import embedding_text
+    from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, read_table
+    from hybridrag.indexing.stores.vectors import TABLE, _connect
+    from hybridrag.indexing.stores.versions import current_version
 
     version = current_version(base_index).path
     titles = {r["doc_id"]: r["title"] or "" for r in read_table(version / DOCUMENTS).to_pylist()}
@@ -93,8 +93,8 @@ def build_synthetic(
     base_index: Path, chunks: int, out: Path, embedding_model: str = "e5-multilingual"
 ) -> dict[str, Any]:
     """Generate and index the synthetic corpus into `out/index`; returns the build report."""
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder, tqdm_progress
-    from hybridrag.indexing.embedders import load_embedder
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, tqdm_progress
+    from hybridrag.indexing.models.embedders import load_embedder
 
     t0 = time.perf_counter()
     vectors = write_corpus(base_index, chunks, out)

@@ -22,16 +22,16 @@ KS = (10, 100)
 
 
 def _vector_dir(index_dir: Path) -> tuple[Path, int]:
-    from hybridrag.indexing import store
+    from hybridrag.indexing.stores import versions
 
-    version = store.current_version(index_dir)
+    version = versions.current_version(index_dir)
     return version.path / "vectors", int(version.manifest["embedding"]["dim"])
 
 
 def compare_index(label: str, index_dir: Path, queries: np.ndarray) -> dict[str, Any]:
     from threadpoolctl import threadpool_limits
 
-    from hybridrag.indexing.vectors import PROJECTED_DIMS, VectorIndex
+    from hybridrag.indexing.stores.vectors import PROJECTED_DIMS, VectorIndex
 
     path, dim = _vector_dir(index_dir)
     exact = VectorIndex(path, dim, projected_min_rows=10**12, quantized=False)
@@ -104,7 +104,7 @@ def run_vector_search(
 ) -> dict[str, Any]:
     """`indexes`: (label, index dir); `dataset`: a BEIR dataset whose corpus the first index holds, for the
     quality comparison (None: skipped)."""
-    from hybridrag.indexing.embedders import load_embedder
+    from hybridrag.indexing.models.embedders import load_embedder
 
     embedder = load_embedder(embedding_model)
     vectors = np.asarray(embedder.embed_queries(list(queries)), dtype=np.float32)

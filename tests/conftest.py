@@ -40,14 +40,14 @@ def needs_shared(*parts: str) -> pytest.MarkDecorator:
 
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
-    from hybridrag.indexing.embedders import load_embedder
+    from hybridrag.indexing.models.embedders import load_embedder
 
     return load_embedder("minilm")
 
 
 @pytest.fixture(scope="session")
 def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:  # type: ignore[no-untyped-def]
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 
     index_dir = tmp_path_factory.mktemp("sample-index")
     IndexBuilder(index_dir, BuildConfig(embedding_model="minilm"), embedder=embedder).build(SAMPLE)

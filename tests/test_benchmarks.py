@@ -95,8 +95,8 @@ def test_quality_benchmark_compares_an_index_built_by_another_encoder(
 ) -> None:
     from hybridrag.benchmarks import report as report_module
     from hybridrag.benchmarks.common import write_results
-    from hybridrag.indexing.embedders import MODEL_REGISTRY
-    from hybridrag.indexing.onnx_encoder import export_onnx
+    from hybridrag.indexing.models.embedders import MODEL_REGISTRY
+    from hybridrag.indexing.models.onnx_encoder import export_onnx
 
     monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path / "models"))
     export_onnx(MODEL_REGISTRY["minilm"])
@@ -226,7 +226,7 @@ def test_synthetic_corpus_replays_real_vectors(
     sample_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from hybridrag.benchmarks import synthetic
-    from hybridrag.indexing.store import current_version
+    from hybridrag.indexing.stores.versions import current_version
 
     monkeypatch.setattr(synthetic, "SHARD_LINES", 100)  # 150 documents: two shards
     report = synthetic.build_synthetic(sample_index, 150, tmp_path / "syn", embedding_model="minilm")
@@ -262,8 +262,8 @@ def test_cached_index_survives_a_new_build_option_and_regraphs_an_old_graph(tmp_
     """A stamp written before a build option existed still matches (the option reads as its default), and an
     index whose graph predates the current format gets only its graph rebuilt, not a whole new build."""
     from hybridrag.benchmarks.common import cached_index, load_beir
-    from hybridrag.indexing import store
-    from hybridrag.indexing.build import BuildConfig
+    from hybridrag.indexing.builds.build import BuildConfig
+    from hybridrag.indexing.stores import versions
 
     dataset = load_beir(_tiny_beir(tmp_path / "tiny"), "test")
     config = BuildConfig(embedding_model=None)
@@ -275,13 +275,13 @@ def test_cached_index_survives_a_new_build_option_and_regraphs_an_old_graph(tmp_
     del stamp["config"]["encoder"]
     stamp_file.write_text(json.dumps(stamp), "utf-8")
     # ... and a graph of the older format.
-    version = store.current_version(index_dir)
+    version = versions.current_version(index_dir)
     manifest = json.loads((version.path / "manifest.json").read_text("utf-8"))
     del manifest["graph"]["format"]
     (version.path / "manifest.json").write_text(json.dumps(manifest), "utf-8")
     again, rebuilt = cached_index(dataset, config, tmp_path / "cache")
     assert again == index_dir and rebuilt is None
-    newer = store.current_version(index_dir)
+    newer = versions.current_version(index_dir)
     assert newer.version != version.version and newer.manifest["graph"]["format"] >= 2
     assert set(newer.manifest["stageSeconds"]) >= {"graph"} and "read" not in newer.manifest["stageSeconds"]
     # A different setting is still a different index.

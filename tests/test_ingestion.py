@@ -12,12 +12,12 @@ from conftest import needs_shared, shared_path
 from typer.testing import CliRunner
 
 from hybridrag.cli.bench import app
-from hybridrag.indexing import sources
-from hybridrag.indexing.build import BuildConfig, IndexBuilder, NothingToIndex
-from hybridrag.indexing.formats import clean_pdf_text, read_docx, read_html, read_pdf
-from hybridrag.indexing.sources import SourceReport, iter_documents
-from hybridrag.indexing.store import current_version
-from hybridrag.indexing.tables import CHUNKS, chunk_from_row, read_table
+from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex
+from hybridrag.indexing.documents import sources
+from hybridrag.indexing.documents.formats import clean_pdf_text, read_docx, read_html, read_pdf
+from hybridrag.indexing.documents.sources import SourceReport, iter_documents
+from hybridrag.indexing.stores.tables import CHUNKS, chunk_from_row, read_table
+from hybridrag.indexing.stores.versions import current_version
 
 PDFS = shared_path("data", "pdf")
 needs_pdfs = needs_shared("data", "pdf")

@@ -26,6 +26,14 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"http", "pipeline", "indexing", "schemas", "benchmarks", "client", "mcp"},
 }
 OLD_TOP_LEVEL = {"service", "indexing", "schemas", "benchmarks", "examples"}
+#: Inside `indexing`, its rooms and what each may import besides itself, bottom up (ARCHITECTURE.md).
+INDEXING: dict[str, set[str]] = {
+    "analysis": set(),
+    "documents": {"analysis"},
+    "models": set(),
+    "stores": {"analysis", "documents"},
+    "builds": {"analysis", "documents", "models", "stores"},
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -64,6 +72,47 @@ def test_subpackages_import_only_what_their_layer_allows() -> None:
                     if target != package and target not in ALLOWED[package]:
                         violations.append(f"{path.relative_to(ROOT)} ({package}) imports {name}")
     assert not violations, "\n".join(violations)
+
+
+def test_indexing_rooms_import_only_downwards() -> None:
+    root = PACKAGE / "indexing"
+    assert {p.name for p in root.glob("*.py")} == {"__init__.py"}, "indexing's modules live in its rooms"
+    assert {p.name for p in root.iterdir() if (p / "__init__.py").is_file()} == set(INDEXING)
+    violations = []
+    for room, allowed in INDEXING.items():
+        for path in sorted((root / room).rglob("*.py")):
+            for name in _imports(path):
+                parts = name.split(".")
+                inside = parts[:2] == ["hybridrag", "indexing"] and len(parts) > 2
+                if inside and parts[2] != room and parts[2] not in allowed:
+                    violations.append(f"{path.relative_to(ROOT)} ({room}) imports {name}")
+    assert not violations, "\n".join(violations)
+
+
+def test_no_indexing_module_imports_itself_back() -> None:
+    # Module by module, function-local imports included: no chain of imports leads back to where it began.
+    modules = {
+        ".".join(("hybridrag", sub, *p.relative_to(PACKAGE / sub).with_suffix("").parts)).removesuffix(
+            ".__init__"
+        ): p
+        for sub, files in _package_files().items()
+        if sub == "indexing"
+        for p in files
+    }
+    assert len(modules) > 20 and "hybridrag.indexing.models.embedders" in modules
+    graph = {m: {n for n in _imports(p) if n in modules and n != m} for m, p in modules.items()}
+    done: set[str] = set()
+
+    def visit(node: str, stack: tuple[str, ...]) -> None:
+        assert node not in stack, f"cycle: {' -> '.join((*stack[stack.index(node) :], node))}"
+        if node in done:
+            return
+        for dep in sorted(graph[node]):
+            visit(dep, (*stack, node))
+        done.add(node)
+
+    for module in sorted(graph):
+        visit(module, ())
 
 
 def test_layering_has_no_cycles() -> None:

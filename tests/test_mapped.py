@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from hybridrag.indexing.keys import KeyIndex
-from hybridrag.indexing.mapped import ChunkTable, DocumentTable, keys_path, take, write_keys
-from hybridrag.indexing.sources import Document
-from hybridrag.indexing.tables import (
+from hybridrag.indexing.documents.sources import Document
+from hybridrag.indexing.stores.keys import KeyIndex
+from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable, keys_path, take, write_keys
+from hybridrag.indexing.stores.tables import (
     CHUNK_SCHEMA,
     DOCUMENT_SCHEMA,
     Chunk,
@@ -76,7 +76,7 @@ def test_tables_read_rows_by_id(tmp_path: Path, compression: str, keys: bool) ->
 
 
 def test_a_hash_collision_never_returns_another_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hybridrag.indexing import keys
+    from hybridrag.indexing.stores import keys
 
     _doc_path, chunk_path = _write(tmp_path, keys=False)
     # Every id hashes alike: the lookup finds every row as a candidate and must pick by the id itself.

@@ -109,7 +109,7 @@ def _words(text: str) -> set[str]:
 @pytest.fixture(scope="module")
 def multihop_client(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[TestClient]:
     from hybridrag.http.app import create_app
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.settings import Settings
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hybridrag.indexing.phrases import NameDictionary, corpus_phrases, sentence_words
+from hybridrag.indexing.analysis.phrases import NameDictionary, corpus_phrases, sentence_words
 
 DOCS = [
     ("a", "Interleukin IL-6 drives tumor necrosis in mice. The BRCA1 gene was not involved."),

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from hybridrag.http.app import create_app
 from hybridrag.http.ratelimit import RateLimiter, caller_key
-from hybridrag.indexing import store
-from hybridrag.indexing.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.stores import versions
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
 
@@ -167,7 +167,7 @@ def test_deeply_nested_json_is_a_clean_4xx(client: TestClient) -> None:
 def test_damaged_index_gives_a_clear_readiness_failure(tmp_path: Path, damage: str) -> None:
     index_dir = tmp_path / "idx"
     IndexBuilder(index_dir, BuildConfig(embedding_model=None)).build(SAMPLE)
-    version = store.current_version(index_dir).path
+    version = versions.current_version(index_dir).path
     if damage == "chunks":
         (version / "chunks.arrow").write_bytes(b"not arrow at all")
     elif damage == "keyword":
@@ -206,7 +206,7 @@ def test_index_swap_under_load(tmp_path: Path, embedder: Any, serve: Any) -> Non
     shutil.copytree(SAMPLE, corpus)
     config = BuildConfig(embedding_model="minilm")
     IndexBuilder(index_dir, config, embedder=embedder).build(corpus)
-    old = store.current_version(index_dir)
+    old = versions.current_version(index_dir)
     settings = Settings(  # type: ignore[call-arg]
         index_dir=index_dir, embedding_model="minilm", reload_interval_s=0.05, _env_file=None
     )
@@ -230,7 +230,7 @@ def test_index_swap_under_load(tmp_path: Path, embedder: Any, serve: Any) -> Non
     try:
         (corpus / "new-doc.md").write_text("# Hybrid search\n\nToyota and the Shinkansen in one new note.\n")
         IndexBuilder(index_dir, config, embedder=embedder).build(corpus)
-        new = store.current_version(index_dir)
+        new = versions.current_version(index_dir)
         deadline = threading.Event()
         for _ in range(200):
             if engine.index.version_name == new.version:
@@ -243,12 +243,12 @@ def test_index_swap_under_load(tmp_path: Path, embedder: Any, serve: Any) -> Non
             w.join()
     assert engine.index.version_name == new.version
     assert seen and all(code == 200 for code, _, _ in seen), {c for c, _, _ in seen}
-    versions = {v for _, v, _ in seen}
-    assert versions <= {old.version, new.version} and new.version in versions
+    served = {v for _, v, _ in seen}
+    assert served <= {old.version, new.version} and new.version in served
     # Every page comes from the version it names: its chunk ids all exist in that version.
     chunks = {
         v.version: {r["chunk_id"] for r in _chunk_rows(v.path)}
-        for v in (old, store.current_version(index_dir))
+        for v in (old, versions.current_version(index_dir))
     }
     for _, version, ids in seen:
         assert version is not None
@@ -258,7 +258,7 @@ def test_index_swap_under_load(tmp_path: Path, embedder: Any, serve: Any) -> Non
 
 
 def _chunk_rows(version_path: Path) -> list[dict[str, Any]]:
-    from hybridrag.indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_table
 
     return read_table(version_path / CHUNKS).to_pylist()  # type: ignore[no-any-return]
 
@@ -274,7 +274,7 @@ def test_a_damaged_new_version_keeps_the_old_one_serving(tmp_path: Path) -> None
     served = engine.index.version_name
     (corpus / "x.md").write_text("# X\n\nanother document\n")
     IndexBuilder(index_dir, BuildConfig(embedding_model=None)).build(corpus)
-    (store.current_version(index_dir).path / "chunks.arrow").write_bytes(b"junk")
+    (versions.current_version(index_dir).path / "chunks.arrow").write_bytes(b"junk")
     assert engine.reload_if_switched() is False
     assert engine.index.version_name == served and engine.ready
     assert engine.reload_if_switched() is False  # a failed version is not retried in a loop
@@ -300,7 +300,7 @@ def test_build_and_add_killed_at_random_points(tmp_path: Path, seed: int) -> Non
     base = [sys.executable, "-m", "hybridrag.cli", "index"]
     build = [*base, "build", str(corpus), "--out", str(index_dir), "--embedding-model", "none", "--json"]
     subprocess.run(build, check=True, capture_output=True, env=env)
-    before = store.current_version(index_dir)
+    before = versions.current_version(index_dir)
     (corpus / "extra.md").write_text("# Extra\n\nA document added later about Kyoto and Osaka.\n", "utf-8")
     add = [*base, "add", str(corpus / "extra.md"), "--index", str(index_dir), "--json"]
     for cmd in (build, add):
@@ -308,7 +308,7 @@ def test_build_and_add_killed_at_random_points(tmp_path: Path, seed: int) -> Non
         time.sleep(rng.uniform(0.5, 6.0))  # start-up, reading, indexing or publishing, whichever it is in
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        current = store.current_version(index_dir)  # complete (it has a manifest), old or new
+        current = versions.current_version(index_dir)  # complete (it has a manifest), old or new
         assert current.version == before.version or current.manifest["counts"]["documents"] >= 12
         with TestClient(_app(index_dir)) as c:
             assert c.get("/readyz").status_code == 200
@@ -316,4 +316,4 @@ def test_build_and_add_killed_at_random_points(tmp_path: Path, seed: int) -> Non
     done = subprocess.run(add, capture_output=True, env=env, text=True)
     assert done.returncode == 0, done.stderr
     assert not list(index_dir.glob(".staging-*"))
-    assert store.current_version(index_dir).manifest["counts"]["documents"] == 13
+    assert versions.current_version(index_dir).manifest["counts"]["documents"] == 13

@@ -28,10 +28,11 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from hybridrag.http.app import create_app
-from hybridrag.indexing import store
-from hybridrag.indexing.build import BuildConfig, IndexBuilder
-from hybridrag.indexing.distributed import RayPassages, _chunk_rows, _EmbedActor
-from hybridrag.indexing.remote import (
+from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.builds.distributed import RayPassages, _chunk_rows, _EmbedActor
+from hybridrag.indexing.documents.sources import Document
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.remote import (
     DamagedVersion,
     RemoteIndex,
     is_remote,
@@ -40,7 +41,6 @@ from hybridrag.indexing.remote import (
     remote_workspace,
     sync_mirror,
 )
-from hybridrag.indexing.sources import Document
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
 
@@ -128,7 +128,7 @@ def test_build_uploads_a_complete_version_and_current_last(
     remote = RemoteIndex.open(bucket_url)
     assert remote.current() == version
     listing = json.loads(remote._read(remote.path("versions", version, "files.json")) or b"{}")
-    local = store.current_version(mirror_dir(tmp_path / "builder", bucket_url))
+    local = versions.current_version(mirror_dir(tmp_path / "builder", bucket_url))
     expected = sorted(p.relative_to(local.path).as_posix() for p in local.path.rglob("*") if p.is_file())
     assert sorted([*listing["files"], "manifest.json"]) == expected
     assert remote.manifest(version) == local.manifest
@@ -179,7 +179,7 @@ def test_a_damaged_upload_is_refused_and_the_old_version_keeps_serving(
         storage = ready["components"]["storage"]
         assert storage["ready"] is False and "checksum" in storage["detail"] and first in storage["detail"]
         mirror = mirror_dir(tmp_path / "replica", bucket_url)
-        assert store.current_target(mirror) == first
+        assert versions.current_target(mirror) == first
         assert not list(mirror.glob(".staging-*"))  # the partial download is gone
         assert _top_title(client, "Toyota") != "Kintaikyo Bridge"
         _tick(engine)  # not downloaded again in a loop
@@ -227,13 +227,13 @@ def test_a_download_killed_midway_is_cleaned_up_and_redone(
     version = _build(bucket_url, tmp_path / "builder", embedder)
     mirror = mirror_dir(tmp_path / "replica", bucket_url)
     # What a replica killed mid-download leaves: a staging folder with part of the files.
-    partial = store.staging_dir(mirror, version)
+    partial = versions.staging_dir(mirror, version)
     (partial / "documents.arrow").write_bytes(b"half")
-    assert store.current_target(mirror) is None
+    assert versions.current_target(mirror) is None
     remote = RemoteIndex.open(bucket_url)
     assert sync_mirror(remote, mirror) == (version, version)
     assert not list(mirror.glob(".staging-*"))
-    assert store.current_version(mirror).manifest == remote.manifest(version)
+    assert versions.current_version(mirror).manifest == remote.manifest(version)
 
 
 def test_an_unreachable_bucket_keeps_the_replica_serving(
@@ -288,15 +288,15 @@ def test_a_replica_killed_mid_download_serves_nothing_half_written(
     remote = RemoteIndex.open(bucket_url)
     assert sync_mirror(remote, mirror) == (first, first)
     # A second version with a large file, so that the download takes long enough to be killed inside it.
-    local = store.current_version(mirror_dir(tmp_path / "builder", bucket_url))
+    local = versions.current_version(mirror_dir(tmp_path / "builder", bucket_url))
     big = tmp_path / "big"
     shutil.copytree(local.path, big)
     (big / "padding.bin").write_bytes(os.urandom(48 << 20))
-    second = store.new_version_name()
-    (big / store.MANIFEST).write_text(json.dumps({**local.manifest, "version": second}), "utf-8")
-    remote.upload(store.IndexVersion(big, {**local.manifest, "version": second}))
+    second = versions.new_version_name()
+    (big / versions.MANIFEST).write_text(json.dumps({**local.manifest, "version": second}), "utf-8")
+    remote.upload(versions.IndexVersion(big, {**local.manifest, "version": second}))
     code = (
-        "import sys; from pathlib import Path; from hybridrag.indexing.remote import RemoteIndex, sync_mirror; "
+        "import sys; from pathlib import Path; from hybridrag.indexing.stores.remote import RemoteIndex, sync_mirror; "
         "sync_mirror(RemoteIndex.open(sys.argv[1]), Path(sys.argv[2]))"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, bucket_url, str(mirror)])
@@ -308,8 +308,8 @@ def test_a_replica_killed_mid_download_serves_nothing_half_written(
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert staging.is_dir()  # what the kill left behind
-    assert store.current_target(mirror) == first
-    assert store.current_version(mirror).manifest["version"] == first
+    assert versions.current_target(mirror) == first
+    assert versions.current_version(mirror).manifest["version"] == first
     assert sync_mirror(remote, mirror) == (second, second)
     assert not staging.exists()
     assert (mirror / "current" / "padding.bin").stat().st_size == 48 << 20
@@ -346,7 +346,7 @@ def test_workers_write_the_vector_table_straight_to_the_bucket(
 ) -> None:
     import lancedb
 
-    from hybridrag.indexing.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_table
 
     uploaded: list[str] = []
     upload = RemoteIndex._upload_file
@@ -366,12 +366,12 @@ def test_workers_write_the_vector_table_straight_to_the_bucket(
     assert remote.current() == version
     manifest = remote.manifest(version) or {}
     assert manifest["embedding"]["writtenBy"] == "ray"
-    written = manifest[store.WRITTEN_TO_STORE]
+    written = manifest[versions.WRITTEN_TO_STORE]
     data_files = [rel for rel in written if rel.startswith("vectors/chunks.lance/data/")]
     assert len(data_files) == -(-local.chunks // 7)  # one fragment per batch of 7 rows
     # Nothing the workers wrote was uploaded again (only the serving files the driver derives from the
     # table), and files.json lists it with the same checksums.
-    from hybridrag.indexing.quantized import FILES
+    from hybridrag.indexing.stores.quantized import FILES
 
     assert sorted(t.rsplit("/", 1)[1] for t in uploaded if "/vectors/" in t) == sorted(FILES)
     listing = json.loads(remote._read(remote.path("versions", version, "files.json")) or b"{}")["files"]
@@ -385,7 +385,7 @@ def test_workers_write_the_vector_table_straight_to_the_bucket(
     # The same index as a local build: chunk ids, row order, filter columns and vectors, graph.
     check = mirror_dir(tmp_path / "check", bucket_url)
     sync_mirror(remote, check)
-    paths = [store.current_version(check).path, Path(local.path)]
+    paths = [versions.current_version(check).path, Path(local.path)]
     ids = [read_table(p / CHUNKS).column("chunk_id").to_pylist() for p in paths]
     assert ids[0] == ids[1]
     tables = [lancedb.connect(str(p / "vectors")).open_table("chunks").to_arrow() for p in paths]

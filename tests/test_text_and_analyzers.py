@@ -7,8 +7,8 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybridrag.indexing.analyzers import Analyzer, japanese_bigrams
-from hybridrag.indexing.text import chunk_text, content_hash, detect_language, split_sentences
+from hybridrag.indexing.analysis.analyzers import Analyzer, japanese_bigrams
+from hybridrag.indexing.analysis.text import chunk_text, content_hash, detect_language, split_sentences
 
 ANALYZER = Analyzer()
 
@@ -119,7 +119,7 @@ def test_long_japanese_input_is_tokenized_in_pieces() -> None:
 
 
 def test_remembered_word_tokens_match_fresh_ones_and_the_memory_stays_bounded() -> None:
-    from hybridrag.indexing.analyzers import EnglishAnalyzer
+    from hybridrag.indexing.analysis.analyzers import EnglishAnalyzer
 
     words = ["Running", "runs", "the", "Don’t", "don't", "CATS", "cats", "Über", "3D", "running", "THE"] * 3
     fresh = [EnglishAnalyzer().normalize_word(w) for w in words]
@@ -136,7 +136,7 @@ def test_remembered_word_tokens_match_fresh_ones_and_the_memory_stays_bounded() 
 def test_sentence_ends_found_full_stop_first_match_the_reference_pattern(text: str) -> None:
     import re
 
-    from hybridrag.indexing.text import _append_trimmed
+    from hybridrag.indexing.analysis.text import _append_trimmed
 
     # The pattern before the full stop was matched first (look-behinds tried at every character).
     reference = re.compile(

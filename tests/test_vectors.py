@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybridrag.indexing import quantized
-from hybridrag.indexing import vectors as vec
-from hybridrag.indexing.filters import ChunkFilters
+from hybridrag.indexing.stores import quantized
+from hybridrag.indexing.stores import vectors as vec
+from hybridrag.indexing.stores.filters import ChunkFilters
 
 
 def _fill(path: Path, n: int, dim: int = 32, ann: bool = False) -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hybridrag.cli.commands import ModelOpt, app, offline
-from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL
+from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
 
 if TYPE_CHECKING:
     from hybridrag.benchmarks.common import BeirDataset
@@ -50,7 +50,7 @@ def _queries_and_indexes(
     """The dataset, its first `max_queries` queries, its cached index (plus the synthetic corpus of
     `synthetic_chunks` chunks when > 0) and the result file (`target`, else results/<stem>-<name>-<model>.json)."""
     from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir
-    from hybridrag.indexing.build import BuildConfig
+    from hybridrag.indexing.builds.build import BuildConfig
 
     data = load_beir(dataset, split)
     queries = [data.queries[q][:1000] for q in sorted(data.queries)[:max_queries]]
@@ -191,7 +191,7 @@ def bench_latency(
     offline()
     from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
     from hybridrag.benchmarks.latency import plot, run_latency, to_markdown
-    from hybridrag.indexing.build import BuildConfig
+    from hybridrag.indexing.builds.build import BuildConfig
 
     try:
         level_list = [int(x) for x in levels.split(",") if x.strip()]
@@ -261,7 +261,7 @@ def bench_load(
 
     from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
     from hybridrag.benchmarks.soak import run_load, to_markdown
-    from hybridrag.indexing.build import BuildConfig
+    from hybridrag.indexing.builds.build import BuildConfig
 
     data = load_beir(dataset, split)
     queries = list(data.queries.values())
@@ -486,7 +486,7 @@ def bench_scale(
     offline()
     from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
     from hybridrag.benchmarks.scale import plot, run_scale, to_markdown
-    from hybridrag.indexing.build import BuildConfig
+    from hybridrag.indexing.builds.build import BuildConfig
 
     try:
         sizes = sorted({int(x) for x in chunks.split(",") if x.strip()})
@@ -512,6 +512,37 @@ def bench_scale(
     markdown = to_markdown(report)
     write_results(target, report, markdown)
     plot(report, target.with_suffix(".png"))
+    typer.echo(markdown)
+
+
+@bench_app.command("swap")
+def bench_swap(
+    dataset: Annotated[
+        Path,
+        typer.Option("--dataset", help="BEIR-layout folder: its corpus is the base of the synthetic one"),
+    ],
+    chunks: Annotated[
+        int, typer.Option("--chunks", min=1, help="Size of the synthetic index in chunks")
+    ] = 1_000_000,
+    split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
+    clients: Annotated[int, typer.Option(min=1, help="Concurrent clients")] = 4,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    out: Annotated[Path | None, typer.Option("--out", help="JSON file (.md table beside it)")] = None,
+) -> None:
+    """A hot swap between two versions of an N-chunk index under load: a document added, zero failures."""
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.swap import run_swap, to_markdown
+    from hybridrag.indexing.builds.build import BuildConfig
+
+    data = load_beir(dataset, split)
+    queries = [data.queries[q][:1000] for q in sorted(data.queries)]
+    base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    target = out or RESULTS / f"swap-{data.name}-{chunks}-{embedding_model}.json"
+    index_dir = synthetic_index(data.name, base, chunks, embedding_model, target)
+    report = run_swap(index_dir, queries, embedding_model, clients)
+    markdown = to_markdown(report)
+    write_results(target, report, markdown)
     typer.echo(markdown)
 
 

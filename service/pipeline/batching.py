@@ -17,7 +17,7 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from hybridrag.indexing.embedders import Embedder
+from hybridrag.indexing.models.embedders import Embedder
 
 
 class BatchingEmbedder:

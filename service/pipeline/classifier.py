@@ -20,9 +20,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
-from hybridrag.indexing.entities import casing_informative
-from hybridrag.indexing.text import has_japanese
+from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.analysis.entities import casing_informative
+from hybridrag.indexing.analysis.text import has_japanese
 from hybridrag.schemas.base import QueryTypeName
 from hybridrag.schemas.search import QueryClassification, SearchWeights
 

@@ -29,17 +29,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hybridrag.indexing import store
-from hybridrag.indexing.build import BuildConfig, IndexBuilder, NothingToIndex
-from hybridrag.indexing.sources import (
+from hybridrag.indexing.analysis.text import content_hash
+from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex
+from hybridrag.indexing.documents.sources import (
     SUPPORTED_SUFFIXES,
     Document,
     SourceReport,
     iter_documents,
     make_document,
 )
-from hybridrag.indexing.tables import DOCUMENTS, document_from_row, read_table
-from hybridrag.indexing.text import content_hash
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.tables import DOCUMENTS, document_from_row, read_table
 from hybridrag.schemas.documents import DocumentIn, DocumentOutcome, WriteTask
 
 log = logging.getLogger("hybridrag.writer")
@@ -247,8 +247,8 @@ class DocumentWriter:
     def recover(self) -> None:
         """A task left `running` by a crash: succeeded when a published version lists it, else queued again."""
         applied: dict[str, str] = {}
-        versions = self.index_dir / "versions"
-        for manifest in sorted(versions.glob("*/manifest.json")) if versions.is_dir() else []:
+        folder = self.index_dir / "versions"
+        for manifest in sorted(folder.glob("*/manifest.json")) if folder.is_dir() else []:
             with contextlib.suppress(OSError, ValueError):
                 data = json.loads(manifest.read_text("utf-8"))
                 for task_id in data.get("tasks", []):
@@ -355,7 +355,7 @@ class DocumentWriter:
     def _apply(self, folder: Path, batch: list[WriteTask]) -> str:
         """Work out each task's outcomes and publish them as one version in `folder`; returns the version
         that holds the batch (the current one when nothing had to be written)."""
-        base = store.current_version(folder)
+        base = versions.current_version(folder)
         config = BuildConfig.from_manifest(base.manifest)
         existing = {
             r["doc_id"]: document_fingerprint(document_from_row(r))

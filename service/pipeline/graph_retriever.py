@@ -32,19 +32,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import sparse
 
-from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
-from hybridrag.indexing.entities import normalize_name
-from hybridrag.indexing.filters import ChunkFilters
-from hybridrag.indexing.graph import Community, Entity, GraphData
-from hybridrag.indexing.graph_arrays import FOLDER as ARRAYS
-from hybridrag.indexing.graph_arrays import (
+from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.analysis.entities import normalize_name
+from hybridrag.indexing.analysis.text import has_japanese
+from hybridrag.indexing.stores.filters import ChunkFilters
+from hybridrag.indexing.stores.graph import Community, Entity, GraphData
+from hybridrag.indexing.stores.graph_arrays import FOLDER as ARRAYS
+from hybridrag.indexing.stores.graph_arrays import (
     ChunkOrder,
     GraphArrays,
     ListOrder,
 )
-from hybridrag.indexing.mapped import take
-from hybridrag.indexing.tables import Chunk
-from hybridrag.indexing.text import has_japanese
+from hybridrag.indexing.stores.mapped import take
+from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
 
 DAMPING = 0.7

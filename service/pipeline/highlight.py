@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from hybridrag.indexing.analyzers import ASCII_WORD, JA_DROP_POS, WORD, Analyzer
-from hybridrag.indexing.text import has_japanese, split_sentences
+from hybridrag.indexing.analysis.analyzers import ASCII_WORD, JA_DROP_POS, WORD, Analyzer
+from hybridrag.indexing.analysis.text import has_japanese, split_sentences
 
 FRAGMENT_CHARS = 240
 SUMMARY_CHARS = 400

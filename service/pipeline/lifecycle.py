@@ -12,9 +12,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from hybridrag.indexing import store
-from hybridrag.indexing.embedders import Embedder, ModelUnavailable, load_embedder
-from hybridrag.indexing.remote import DamagedVersion, RemoteIndex, RemoteUnavailable, sync_mirror
+from hybridrag.indexing.models.embedders import Embedder, ModelUnavailable, load_embedder
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.remote import DamagedVersion, RemoteIndex, RemoteUnavailable, sync_mirror
 from hybridrag.pipeline.batching import BatchingEmbedder
 from hybridrag.pipeline.loaded_index import LoadedIndex, load_index
 from hybridrag.pipeline.rerank import RerankerPool, RerankerUnavailable
@@ -137,9 +137,9 @@ class IndexLifecycle:
                     self._embedder,
                     projected_min_rows=self.settings.projected_min_rows,
                 )
-            except store.IndexUnavailable as exc:
+            except versions.IndexUnavailable as exc:
                 log.error("index unavailable: %s", exc)
-                self._failed_target = store.current_target(self.settings.index_dir)
+                self._failed_target = versions.current_target(self.settings.index_dir)
                 if self._index is None:
                     self.components["index"] = ComponentStatus(False, str(exc))
                 return False
@@ -154,7 +154,7 @@ class IndexLifecycle:
 
     def reload_if_switched(self) -> bool:
         """Reload when `current` points at another version than the one served (and not one that failed)."""
-        target = store.current_target(self.settings.index_dir)
+        target = versions.current_target(self.settings.index_dir)
         served = self._index.version_name if self._index is not None else None
         if target is None or target == served or target == self._failed_target:
             return False

@@ -9,22 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hybridrag.indexing import store
-from hybridrag.indexing.analyzers import Analyzer
-from hybridrag.indexing.build import BuildConfig, parse_date
-from hybridrag.indexing.embedders import Embedder
-from hybridrag.indexing.graph import GRAPH_JSON
-from hybridrag.indexing.keyword import KeywordIndex
-from hybridrag.indexing.mapped import ChunkTable, DocumentTable
-from hybridrag.indexing.tables import CHUNKS, DOCUMENTS
-from hybridrag.indexing.vectors import PROJECTED_MIN_ROWS, VectorIndex
+from hybridrag.indexing.analysis.analyzers import Analyzer
+from hybridrag.indexing.builds.build import BuildConfig, parse_date
+from hybridrag.indexing.models.embedders import Embedder
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.graph import GRAPH_JSON
+from hybridrag.indexing.stores.keyword import KeywordIndex
+from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable
+from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS
+from hybridrag.indexing.stores.vectors import PROJECTED_MIN_ROWS, VectorIndex
 from hybridrag.pipeline.graph_retriever import ChunkColumns, GraphIndex, GraphRetriever
 from hybridrag.pipeline.retrievers import KeywordRetriever, Retriever, SemanticRetriever
 
 
 @dataclass(slots=True)
 class LoadedIndex:
-    version: store.IndexVersion
+    version: versions.IndexVersion
     analyzer: Analyzer
     documents: DocumentTable
     chunks: ChunkTable
@@ -44,7 +44,7 @@ def load_index(
     projected_min_rows: int = PROJECTED_MIN_ROWS,
 ) -> LoadedIndex:
     """Open the current version of `index_dir`; raises `IndexUnavailable` with a clear message if unusable."""
-    version = store.current_version(index_dir)
+    version = versions.current_version(index_dir)
     config = BuildConfig.from_manifest(version.manifest)
     analyzer = Analyzer(config.sudachi_mode)
     try:
@@ -54,14 +54,14 @@ def load_index(
             version.path / "keyword", analyzer, config.bigram_weight, config.japanese_tokens
         )
     except (OSError, ValueError, KeyError) as exc:
-        raise store.IndexUnavailable(f"index version {version.path} is damaged: {exc}") from exc
+        raise versions.IndexUnavailable(f"index version {version.path} is damaged: {exc}") from exc
     retrievers: dict[str, Retriever] = {"keyword": KeywordRetriever(keyword)}
     unavailable: dict[str, str] = {}
     manifest_embedding = version.manifest.get("embedding")
     if manifest_embedding is None:
         unavailable["semantic"] = "the index was built without embeddings"
     elif manifest_embedding.get("model") != embedding_model:
-        raise store.IndexUnavailable(
+        raise versions.IndexUnavailable(
             f"the index was built with embedding model {manifest_embedding.get('model')!r} but the service is "
             f"configured for {embedding_model!r}: set HYBRIDRAG_EMBEDDING_MODEL={manifest_embedding.get('model')} "
             "or rebuild the index with the configured model"
@@ -70,7 +70,7 @@ def load_index(
         unavailable["semantic"] = "the embedding model is not loaded (HYBRIDRAG_LOAD_EMBEDDER=false)"
     else:
         if embedder.dim != manifest_embedding.get("dim"):
-            raise store.IndexUnavailable(
+            raise versions.IndexUnavailable(
                 f"embedding model gives {embedder.dim}-d vectors, the index holds {manifest_embedding.get('dim')}-d"
             )
         try:
@@ -78,7 +78,7 @@ def load_index(
                 version.path / "vectors", embedder.dim, projected_min_rows=projected_min_rows
             )
         except (OSError, ValueError, RuntimeError) as exc:
-            raise store.IndexUnavailable(f"vector store of {version.path} is damaged: {exc}") from exc
+            raise versions.IndexUnavailable(f"vector store of {version.path} is damaged: {exc}") from exc
         retrievers["semantic"] = SemanticRetriever(vectors, embedder)
     graph_dir = version.path / "graph"
     if (graph_dir / GRAPH_JSON).is_file():
@@ -86,7 +86,7 @@ def load_index(
             # The graph's chunk nodes follow the chunk table's rows, so its columns serve the graph as they are.
             graph = GraphIndex.load(graph_dir, chunks)
         except (OSError, ValueError, KeyError) as exc:
-            raise store.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
+            raise versions.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
         seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}
         retrievers["graph"] = GraphRetriever(graph, _chunk_columns(chunks, documents), analyzer, seeders)
     else:

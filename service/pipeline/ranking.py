@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from hybridrag.indexing.filters import ChunkFilters, naive_utc
+from hybridrag.indexing.stores.filters import ChunkFilters, naive_utc
 from hybridrag.pipeline.fusion import FusedItem, max_unseen_score
 from hybridrag.pipeline.graph_retriever import PASSAGE_SEEDS, SEEDERS
 from hybridrag.pipeline.loaded_index import LoadedIndex

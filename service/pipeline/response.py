@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hybridrag.indexing.sources import Document
-from hybridrag.indexing.tables import Chunk
+from hybridrag.indexing.documents.sources import Document
+from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.pipeline.fusion import FusedItem
 from hybridrag.pipeline.highlight import best_sentence, fragment, term_matches
 from hybridrag.pipeline.loaded_index import LoadedIndex

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hybridrag.indexing.embedders import Embedder
-from hybridrag.indexing.filters import ChunkFilters
-from hybridrag.indexing.keyword import KeywordIndex
-from hybridrag.indexing.vectors import VectorIndex
+from hybridrag.indexing.models.embedders import Embedder
+from hybridrag.indexing.stores.filters import ChunkFilters
+from hybridrag.indexing.stores.keyword import KeywordIndex
+from hybridrag.indexing.stores.vectors import VectorIndex
 
 
 @dataclass(frozen=True, slots=True)

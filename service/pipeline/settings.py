@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL
-from hybridrag.indexing.remote import default_cache_dir, is_remote, mirror_dir
+from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
+from hybridrag.indexing.stores.remote import default_cache_dir, is_remote, mirror_dir
 
 
 class Settings(BaseSettings):

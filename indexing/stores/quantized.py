@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hybridrag.indexing.keys import KeyIndex
+from hybridrag.indexing.stores.keys import KeyIndex
 
 VECTORS = "serving-vectors.npy"
 CODES = "serving-codes.faiss"

@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS
-from hybridrag.indexing.entities import OTHER, TITLE_NAME_MAX_WORDS, Mention
-from hybridrag.indexing.phrases import NameDictionary, corpus_phrases
-from hybridrag.indexing.text import content_hash, has_japanese
+from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
+from hybridrag.indexing.analysis.entities import OTHER, TITLE_NAME_MAX_WORDS, Mention
+from hybridrag.indexing.analysis.phrases import NameDictionary, corpus_phrases
+from hybridrag.indexing.analysis.text import content_hash, has_japanese
 
 GRAPH_JSON = "graph.json"
 # 2: entities record the chunks whose title names them (passage nodes of retrieval weigh those edges); an

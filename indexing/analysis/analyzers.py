@@ -21,7 +21,7 @@ from typing import Any
 
 import Stemmer
 
-from hybridrag.indexing.text import has_japanese
+from hybridrag.indexing.analysis.text import has_japanese
 
 ENGLISH_STOPWORDS = frozenset(
     (

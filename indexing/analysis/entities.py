@@ -19,8 +19,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from hybridrag.indexing.analyzers import ENGLISH_STOPWORDS, Analyzer
-from hybridrag.indexing.text import has_japanese, split_sentences
+from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.analysis.text import has_japanese, split_sentences
 
 PERSON, PLACE, ORGANIZATION, OTHER = "person", "place", "organization", "other"
 ENTITY_TYPES = (PERSON, PLACE, ORGANIZATION, OTHER)

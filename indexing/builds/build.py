@@ -21,12 +21,14 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from hybridrag.indexing import store
-from hybridrag.indexing.analyzers import Analyzer
-from hybridrag.indexing.embedders import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
-from hybridrag.indexing.entities import EntityExtractor, Mention
-from hybridrag.indexing.filters import naive_utc
-from hybridrag.indexing.graph import (
+from hybridrag.indexing.analysis.analyzers import Analyzer
+from hybridrag.indexing.analysis.entities import EntityExtractor, Mention
+from hybridrag.indexing.analysis.text import chunk_text, content_hash
+from hybridrag.indexing.documents.sources import Document, SkippedItem, SourceReport, iter_documents
+from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.filters import naive_utc
+from hybridrag.indexing.stores.graph import (
     GRAPH_FORMAT,
     GRAPH_JSON,
     ChunkMentions,
@@ -35,12 +37,11 @@ from hybridrag.indexing.graph import (
     build_graph,
     synonym_pairs,
 )
-from hybridrag.indexing.graph_arrays import FOLDER as GRAPH_ARRAYS
-from hybridrag.indexing.graph_arrays import GraphArrays, ListOrder
-from hybridrag.indexing.keyword import KeywordIndexWriter, KeywordRow
-from hybridrag.indexing.mapped import write_keys
-from hybridrag.indexing.sources import Document, SkippedItem, SourceReport, iter_documents
-from hybridrag.indexing.tables import (
+from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
+from hybridrag.indexing.stores.graph_arrays import GraphArrays, ListOrder
+from hybridrag.indexing.stores.keyword import KeywordIndexWriter, KeywordRow
+from hybridrag.indexing.stores.mapped import write_keys
+from hybridrag.indexing.stores.tables import (
     CHUNK_SCHEMA,
     CHUNKS,
     DOCUMENT_SCHEMA,
@@ -56,8 +57,7 @@ from hybridrag.indexing.tables import (
     write_mentions,
     write_table,
 )
-from hybridrag.indexing.text import chunk_text, content_hash
-from hybridrag.indexing.vectors import VectorIndexWriter
+from hybridrag.indexing.stores.vectors import VectorIndexWriter
 
 log = logging.getLogger("hybridrag.indexing")
 T = TypeVar("T")
@@ -280,7 +280,7 @@ class IndexBuilder:
         return self._embedder
 
     def _entity_vectors(
-        self, base: store.IndexVersion | None, entities: Sequence[Entity], embedder: Embedder
+        self, base: versions.IndexVersion | None, entities: Sequence[Entity], embedder: Embedder
     ) -> np.ndarray:
         """Name vectors of `entities`, reusing the base version's for entities it already had (ids are
         content hashes of the normalised name, so an id names the same entity in both versions)."""
@@ -300,8 +300,8 @@ class IndexBuilder:
     # -- public operations
     def build(self, source: Path) -> BuildSummary:
         """A complete new version from `source`."""
-        with store.writer_lock(self.index_dir):
-            store.cleanup(self.index_dir)
+        with versions.writer_lock(self.index_dir):
+            versions.cleanup(self.index_dir)
             report = SourceReport()
             stages = _Stages()
             with stages.timed("read"):
@@ -313,9 +313,9 @@ class IndexBuilder:
 
     def add(self, source: Path) -> BuildSummary:
         """A new version with the documents of `source` added (a document with the same id is replaced)."""
-        with store.writer_lock(self.index_dir):
-            store.cleanup(self.index_dir)
-            base = store.current_version(self.index_dir)
+        with versions.writer_lock(self.index_dir):
+            versions.cleanup(self.index_dir)
+            base = versions.current_version(self.index_dir)
             self.config = BuildConfig.from_manifest(base.manifest)
             report = SourceReport()
             stages = _Stages()
@@ -327,9 +327,9 @@ class IndexBuilder:
 
     def delete(self, doc_ids: Sequence[str]) -> BuildSummary:
         """A new version without the given documents; unknown ids are an error (nothing is changed)."""
-        with store.writer_lock(self.index_dir):
-            store.cleanup(self.index_dir)
-            base = store.current_version(self.index_dir)
+        with versions.writer_lock(self.index_dir):
+            versions.cleanup(self.index_dir)
+            base = versions.current_version(self.index_dir)
             self.config = BuildConfig.from_manifest(base.manifest)
             known = set(read_table(base.path / DOCUMENTS).column("doc_id").to_pylist())
             missing = [d for d in doc_ids if d not in known]
@@ -343,9 +343,9 @@ class IndexBuilder:
         """One new version with `new_docs` added (replacing documents of the same id) and `delete_ids`
         removed: the documents API's batch of writes, published at once. The manifest lists `tasks` (the
         ids of the writes it holds), so after a crash a write can be told applied or not by the versions."""
-        with store.writer_lock(self.index_dir):
-            store.cleanup(self.index_dir)
-            base = store.current_version(self.index_dir)
+        with versions.writer_lock(self.index_dir):
+            versions.cleanup(self.index_dir)
+            base = versions.current_version(self.index_dir)
             self.config = BuildConfig.from_manifest(base.manifest)
             known = set(read_table(base.path / DOCUMENTS).column("doc_id").to_pylist())
             remove = {d for d in delete_ids if d in known} | {d.doc_id for d in new_docs}
@@ -361,9 +361,9 @@ class IndexBuilder:
         """A new version whose graph is rebuilt from the stored entity mentions (and, with `synonyms`, name
         vectors and synonym edges turned on or off): what an index built by an older release needs to get
         this release's graph. Chunks, keyword index and passage vectors are carried over unchanged."""
-        with store.writer_lock(self.index_dir):
-            store.cleanup(self.index_dir)
-            base = store.current_version(self.index_dir)
+        with versions.writer_lock(self.index_dir):
+            versions.cleanup(self.index_dir)
+            base = versions.current_version(self.index_dir)
             self.config = BuildConfig.from_manifest(base.manifest)
             if not self.config.graph:
                 raise ValueError("the index was built without a knowledge graph")
@@ -374,19 +374,19 @@ class IndexBuilder:
     # -- the one write path
     def _write(
         self,
-        base: store.IndexVersion | None,
+        base: versions.IndexVersion | None,
         new_docs: list[Document],
         remove_ids: set[str],
         report: SourceReport,
         stages: _Stages,
     ) -> BuildSummary:
-        version = store.new_version_name()
+        version = versions.new_version_name()
         if base is None:
-            staging = store.staging_dir(self.index_dir, version)
+            staging = versions.staging_dir(self.index_dir, version)
             old_docs: list[Document] = []
             old_chunks: list[Chunk] = []
         else:
-            staging = store.clone_into_staging(self.index_dir, base.path, version)
+            staging = versions.clone_into_staging(self.index_dir, base.path, version)
             old_docs = [document_from_row(r) for r in read_table(base.path / DOCUMENTS).to_pylist()]
             old_chunks = [chunk_from_row(r) for r in read_table(base.path / CHUNKS).to_pylist()]
         try:
@@ -396,13 +396,13 @@ class IndexBuilder:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        store.cleanup(self.index_dir)
+        versions.cleanup(self.index_dir)
         return summary
 
     def _write_staging(
         self,
         staging: Path,
-        base: store.IndexVersion | None,
+        base: versions.IndexVersion | None,
         version: str,
         old_docs: list[Document],
         old_chunks: list[Chunk],
@@ -470,7 +470,7 @@ class IndexBuilder:
         embedding: dict[str, Any] | None = None
         if embedder is not None:
             if base is not None and base.manifest.get("embedding", {}).get("dim") not in (None, embedder.dim):
-                raise store.IndexUnavailable("embedding dimension differs from the index being updated")
+                raise versions.IndexUnavailable("embedding dimension differs from the index being updated")
             if written is not None:
                 with stages.timed("vectors"):
                     # The workers wrote the table on the object store; the local version gets a checked copy.
@@ -570,11 +570,11 @@ class IndexBuilder:
         }
         if written is not None:
             # Files already on the object store, byte for byte (remote.RemoteIndex.upload skips them).
-            manifest[store.WRITTEN_TO_STORE] = written_files
+            manifest[versions.WRITTEN_TO_STORE] = written_files
         if self._tasks:
             manifest["tasks"] = list(self._tasks)
         with stages.timed("publish"):
-            published = store.publish(self.index_dir, staging, manifest)
+            published = versions.publish(self.index_dir, staging, manifest)
         return BuildSummary(
             version=version,
             path=str(published.path),

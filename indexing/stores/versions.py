@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hybridrag.indexing.text import content_hash
+from hybridrag.indexing.analysis.text import content_hash
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from hybridrag.indexing.build import (
+from hybridrag.indexing.analysis.entities import Mention
+from hybridrag.indexing.builds.build import (
     BuildConfig,
     Passages,
     WrittenVectors,
@@ -33,11 +34,10 @@ from hybridrag.indexing.build import (
     make_chunks,
     parse_date,
 )
-from hybridrag.indexing.embedders import Embedder, load_embedder
-from hybridrag.indexing.entities import Mention
-from hybridrag.indexing.sources import Document
-from hybridrag.indexing.tables import Chunk
-from hybridrag.indexing.vectors import TABLE
+from hybridrag.indexing.documents.sources import Document
+from hybridrag.indexing.models.embedders import Embedder, load_embedder
+from hybridrag.indexing.stores.tables import Chunk
+from hybridrag.indexing.stores.vectors import TABLE
 
 DEFAULT_BATCH_SIZE = 64
 # Rows per fragment an actor writes to the bucket: few, large files (a Lance fragment per embedding batch would
@@ -80,7 +80,7 @@ class _EmbedActor:
         self._remote: Any = None
         self._version = version
         if store_url is not None and version is not None:
-            from hybridrag.indexing.remote import RemoteIndex, lancedb_storage_options
+            from hybridrag.indexing.stores.remote import RemoteIndex, lancedb_storage_options
 
             self._remote = RemoteIndex.open(store_url)
             self._uri = f"{self._remote.url}/versions/{version}/{DATASET}"
@@ -103,7 +103,7 @@ class _EmbedActor:
     def _write(self, batch: dict[str, np.ndarray], vectors: np.ndarray) -> dict[str, Any]:
         from lance.fragment import write_fragments
 
-        from hybridrag.indexing.vectors import vector_rows
+        from hybridrag.indexing.stores.vectors import vector_rows
 
         table = vector_rows(
             {
@@ -133,8 +133,8 @@ def _chunk_rows(config: dict[str, Any]) -> Any:
         if not build_config.graph:
             return [[] for _ in chunks]
         if not extractors:
-            from hybridrag.indexing.analyzers import Analyzer
-            from hybridrag.indexing.entities import EntityExtractor
+            from hybridrag.indexing.analysis.analyzers import Analyzer
+            from hybridrag.indexing.analysis.entities import EntityExtractor
 
             extractors.append(EntityExtractor(Analyzer(build_config.sudachi_mode)))
         title = extractors[0].extract_title(doc.title)
@@ -299,8 +299,8 @@ class RayPassages:
         import lance
         from lance.fragment import FragmentMetadata
 
-        from hybridrag.indexing.remote import RemoteIndex, RemoteUnavailable, lancedb_storage_options
-        from hybridrag.indexing.vectors import vector_schema
+        from hybridrag.indexing.stores.remote import RemoteIndex, RemoteUnavailable, lancedb_storage_options
+        from hybridrag.indexing.stores.vectors import vector_schema
 
         for record in records:
             if record["dim"] != dim:

@@ -30,10 +30,10 @@ import numpy as np
 import pyarrow as pa
 from scipy import sparse
 
-from hybridrag.indexing.entities import normalize_name
-from hybridrag.indexing.graph import Community, Entity, GraphData
-from hybridrag.indexing.keys import KeyIndex
-from hybridrag.indexing.mapped import take
+from hybridrag.indexing.analysis.entities import normalize_name
+from hybridrag.indexing.stores.graph import Community, Entity, GraphData
+from hybridrag.indexing.stores.keys import KeyIndex
+from hybridrag.indexing.stores.mapped import take
 
 FOLDER = "arrays"
 FORMAT = 2

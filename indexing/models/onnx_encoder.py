@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from hybridrag.indexing.embedders import ModelSpec, ModelUnavailable, default_models_dir
+from hybridrag.indexing.models.registry import ModelSpec, ModelUnavailable, default_models_dir
 
 ENCODER_NAME = "onnx"
 MIN_COSINE = 0.99
@@ -76,7 +76,7 @@ def export_onnx(spec: ModelSpec, target: Path | None = None) -> dict[str, Any]:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
 
-    from hybridrag.indexing.embedders import SentenceTransformerEmbedder
+    from hybridrag.indexing.models.torch_encoder import SentenceTransformerEmbedder
 
     source = spec.resolve()
     if _pooling(source) != "mean":

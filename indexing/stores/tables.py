@@ -13,8 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.feather as feather
 
-from hybridrag.indexing.entities import Mention
-from hybridrag.indexing.sources import Document
+from hybridrag.indexing.analysis.entities import Mention
+from hybridrag.indexing.documents.sources import Document
 
 DOCUMENTS = "documents.arrow"
 CHUNKS = "chunks.arrow"

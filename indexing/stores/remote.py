@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from hybridrag.indexing import store
-from hybridrag.indexing.text import content_hash
+from hybridrag.indexing.analysis.text import content_hash
+from hybridrag.indexing.stores import versions
 
 SCHEMES = ("s3", "gs", "gcs", "az", "abfs")
 CURRENT = "current"
@@ -139,18 +139,18 @@ class RemoteIndex:
         return data.decode("utf-8").strip() or None if data is not None else None
 
     def manifest(self, version: str) -> dict[str, Any] | None:
-        data = self._read(self.path("versions", version, store.MANIFEST))
+        data = self._read(self.path("versions", version, versions.MANIFEST))
         return json.loads(data) if data is not None else None
 
     # -- versions
-    def upload(self, version: store.IndexVersion, progress: Any = None) -> None:
+    def upload(self, version: versions.IndexVersion, progress: Any = None) -> None:
         """Upload a complete local version, then point `current` at it (the last write)."""
         name = version.version
         files: dict[str, dict[str, Any]] = {}
         # What the build wrote straight to this store (a Ray build's vector table): skipped where the local
         # copy is the same bytes.
-        on_store = version.manifest.get(store.WRITTEN_TO_STORE) or {}
-        local = sorted(p for p in version.path.rglob("*") if p.is_file() and p.name != store.MANIFEST)
+        on_store = version.manifest.get(versions.WRITTEN_TO_STORE) or {}
+        local = sorted(p for p in version.path.rglob("*") if p.is_file() and p.name != versions.MANIFEST)
         for path in local:
             rel = path.relative_to(version.path).as_posix()
             if rel in on_store and _file_digest(path) == on_store[rel]:
@@ -161,7 +161,9 @@ class RemoteIndex:
                 progress(1)
         body = json.dumps({"version": name, "files": files}, sort_keys=True, indent=1).encode()
         self._write(self.path("versions", name, FILES), body)
-        self._write(self.path("versions", name, store.MANIFEST), (version.path / store.MANIFEST).read_bytes())
+        self._write(
+            self.path("versions", name, versions.MANIFEST), (version.path / versions.MANIFEST).read_bytes()
+        )
         self._write(self.path(CURRENT), name.encode())
 
     def _upload_file(self, path: Path, target: str) -> dict[str, Any]:
@@ -181,7 +183,7 @@ class RemoteIndex:
             RemoteUnavailable: the store could not be read.
         """
         listing = self._read(self.path("versions", version, FILES))
-        manifest_bytes = self._read(self.path("versions", version, store.MANIFEST))
+        manifest_bytes = self._read(self.path("versions", version, versions.MANIFEST))
         if listing is None or manifest_bytes is None:
             raise DamagedVersion(
                 version, f"{self.url} version {version} is incomplete (no {FILES} or manifest)"
@@ -210,7 +212,7 @@ class RemoteIndex:
                 raise DamagedVersion(
                     version, f"{self.url} version {version}: {rel} does not match its checksum"
                 )
-        (target / store.MANIFEST).write_bytes(manifest_bytes)
+        (target / versions.MANIFEST).write_bytes(manifest_bytes)
         return dict(manifest)
 
     def _download_file(self, source: str, dest: Path) -> dict[str, Any]:
@@ -316,25 +318,25 @@ def sync_mirror(
     """
     mirror.mkdir(parents=True, exist_ok=True)
     wanted = remote.current()
-    have = store.current_target(mirror)
+    have = versions.current_target(mirror)
     if wanted is None or wanted in (have, refuse):
         return wanted, have
     try:
-        with store.writer_lock(mirror):
-            store.cleanup(mirror)  # leftovers of a download killed mid-way
-            if (mirror / "versions" / wanted / store.MANIFEST).is_file():
-                store.switch_current(mirror, mirror / "versions" / wanted)
+        with versions.writer_lock(mirror):
+            versions.cleanup(mirror)  # leftovers of a download killed mid-way
+            if (mirror / "versions" / wanted / versions.MANIFEST).is_file():
+                versions.switch_current(mirror, mirror / "versions" / wanted)
                 return wanted, wanted
-            staging = store.staging_dir(mirror, wanted)
+            staging = versions.staging_dir(mirror, wanted)
             try:
                 remote.download(wanted, staging)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
-            store.adopt(mirror, staging, wanted)
-            store.cleanup(mirror)
+            versions.adopt(mirror, staging, wanted)
+            versions.cleanup(mirror)
             return wanted, wanted
-    except store.IndexUnavailable:
+    except versions.IndexUnavailable:
         return wanted, have  # another process of this replica is syncing the same mirror
 
 
@@ -350,8 +352,8 @@ def remote_workspace(url: str, cache_dir: Path, progress: Any = None) -> Iterato
     if sync_mirror(remote, mirror)[0] is None:
         # Nothing published there: an update must not apply to a stale mirror of an earlier index.
         (mirror / "current").unlink(missing_ok=True)
-    before = store.current_target(mirror)
+    before = versions.current_target(mirror)
     yield mirror
-    after = store.current_target(mirror)
+    after = versions.current_target(mirror)
     if after is not None and after != before:
-        remote.upload(store.current_version(mirror), progress)
+        remote.upload(versions.current_version(mirror), progress)

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hybridrag.indexing.filters import ChunkFilters
-from hybridrag.indexing.quantized import QuantizedVectors, present, write_serving_files
+from hybridrag.indexing.stores.filters import ChunkFilters
+from hybridrag.indexing.stores.quantized import QuantizedVectors, present, write_serving_files
 
 TABLE = "chunks"
 ANN_THRESHOLD = 50_000

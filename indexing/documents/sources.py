@@ -15,8 +15,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from hybridrag.indexing.formats import BINARY_READERS, Unreadable, read_html
-from hybridrag.indexing.text import content_hash, detect_language
+from hybridrag.indexing.analysis.text import content_hash, detect_language
+from hybridrag.indexing.documents.formats import BINARY_READERS, Unreadable, read_html
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 HTML_SUFFIXES = (".html", ".htm")

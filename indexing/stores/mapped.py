@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.feather as feather
 
-from hybridrag.indexing.keys import KeyIndex
-from hybridrag.indexing.sources import Document
-from hybridrag.indexing.tables import Chunk, chunk_from_row, document_from_row
+from hybridrag.indexing.documents.sources import Document
+from hybridrag.indexing.stores.keys import KeyIndex
+from hybridrag.indexing.stores.tables import Chunk, chunk_from_row, document_from_row
 
 
 def keys_path(table_path: Path, column: str) -> Path:

@@ -21,8 +21,8 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from hybridrag.indexing.entities import Mention, casing_informative, normalize_name
-from hybridrag.indexing.text import has_japanese, split_sentences
+from hybridrag.indexing.analysis.entities import Mention, casing_informative, normalize_name
+from hybridrag.indexing.analysis.text import has_japanese, split_sentences
 
 _TEXT_WORDS = re.compile(r"[\w\-’'.]+")
 _IDENTIFIER = re.compile(r"^(?=.*[a-z])(?=.*(?:\d|[a-z]-[a-z0-9]))[a-z0-9][a-z0-9\-]*[a-z0-9]$")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import tantivy
 
-from hybridrag.indexing.analyzers import Analyzer
-from hybridrag.indexing.filters import ChunkFilters
-from hybridrag.indexing.text import has_japanese
+from hybridrag.indexing.analysis.analyzers import Analyzer
+from hybridrag.indexing.analysis.text import has_japanese
+from hybridrag.indexing.stores.filters import ChunkFilters
 
 WHITESPACE = "whitespace"
 # tantivy's BM25 parameters (fixed in the library).

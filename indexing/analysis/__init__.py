@@ -1,0 +1,1 @@
+"""Text analysis: normalisation and hashing, tokenizers (English, Sudachi), entity and phrase extraction."""

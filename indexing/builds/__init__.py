@@ -1,0 +1,1 @@
+"""Index builds: the local builder and the distributed (Ray) one."""

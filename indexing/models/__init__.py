@@ -1,0 +1,1 @@
+"""Embedding models: the registry, the torch and ONNX encoders, the e5 conversion and export."""
