@@ -125,3 +125,46 @@ def test_prefetch_reads_a_page_in_one_batch_and_falls_through(tmp_path: Path) ->
     assert list(page) == list(chunks)
     docs = documents.prefetch(["b"])
     assert docs["b"] == documents["b"] and docs["a"] == documents["a"]
+
+
+def _rss_file_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssFile in /proc/self/status")
+
+
+def test_mappings_read_tables_and_arrays_and_release_their_pages(tmp_path: Path) -> None:
+    from hybridrag.indexing.stores.mapping import Mappings
+
+    _doc_path, chunk_path = _write(tmp_path)
+    maps = Mappings(release_every=3)
+    chunks = ChunkTable(chunk_path, maps)
+    assert chunks["c-b0"] == ChunkTable(chunk_path)["c-b0"] and maps.files == 3  # table + two lookups
+    big = np.arange(2_000_000, dtype=np.int64).reshape(1000, 2000)  # 16 MB
+    np.save(tmp_path / "big.npy", big)
+    np.save(tmp_path / "fortran.npy", np.asfortranarray(big[:3, :5]))
+    np.save(tmp_path / "empty.npy", np.zeros((0, 4), np.float32))
+    arr = maps.npy(tmp_path / "big.npy")
+    assert not arr.flags.writeable
+    np.testing.assert_array_equal(maps.npy(tmp_path / "fortran.npy"), big[:3, :5])
+    assert maps.npy(tmp_path / "empty.npy").shape == (0, 4)
+    before = _rss_file_kb()
+    assert int(arr.sum()) == int(big.sum())  # every page read: now resident
+    touched = _rss_file_kb()
+    assert touched - before > 12_000
+    maps.release()  # the pages leave the process' page tables; the data does not change
+    assert _rss_file_kb() < touched - 12_000 and maps.releases == 1
+    assert int(arr[999, 1999]) == 1_999_999 and chunks["c-a1"].text == "second of a"
+    for _ in range(2):  # every third search releases, in a thread of its own
+        started = [maps.searched() for _ in range(3)]
+        assert [t is not None for t in started] == [False, False, True]
+        started[2].join()  # type: ignore[union-attr]
+    assert maps.releases == 3
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match="Python objects"):
+        maps.npy(tmp_path / "objects.npy")
+    never = Mappings(release_every=0)
+    assert all(never.searched() is None for _ in range(40)) and never.releases == 0
+    with pytest.raises(ValueError):
+        Mappings(release_every=-1)

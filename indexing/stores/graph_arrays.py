@@ -34,6 +34,7 @@ from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import take
+from hybridrag.indexing.stores.mapping import Mappings
 
 FOLDER = "arrays"
 FORMAT = 2
@@ -299,12 +300,14 @@ class GraphArrays:
             return False
 
     @classmethod
-    def open(cls, folder: Path) -> GraphArrays:
-        """Map a saved graph: tables and arrays stay in the page cache, nothing is parsed but the reports."""
+    def open(cls, folder: Path, maps: Mappings | None = None) -> GraphArrays:
+        """Map a saved graph: tables and arrays stay in the page cache, nothing is parsed but the reports.
+        Through `maps` when given (the loaded version's, whose pages are released together)."""
         meta = json.loads((folder / "meta.json").read_text("utf-8"))
+        maps = maps or Mappings()
 
         def load(name: str) -> np.ndarray:
-            return np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+            return maps.npy(folder / f"{name}.npy")
 
         def matrix(name: str) -> sparse.csr_matrix:
             n = int(meta["nodes"])
@@ -312,13 +315,13 @@ class GraphArrays:
             return sparse.csr_matrix((parts[0], parts[1], parts[2]), shape=(n, n), copy=False)
 
         return cls(
-            _mapped(folder / "entities.arrow"),
-            _mapped(folder / "relations.arrow"),
-            _mapped(folder / "communities.arrow"),
-            KeyIndex.load(folder / "community.keys.npy"),
-            KeyIndex.load(folder / "entity.keys.npy"),
-            KeyIndex.load(folder / "relation.keys.npy"),
-            KeyIndex.load(folder / "name.keys.npy"),
+            maps.arrow(folder / "entities.arrow"),
+            maps.arrow(folder / "relations.arrow"),
+            maps.arrow(folder / "communities.arrow"),
+            KeyIndex.load(folder / "community.keys.npy", maps),
+            KeyIndex.load(folder / "entity.keys.npy", maps),
+            KeyIndex.load(folder / "relation.keys.npy", maps),
+            KeyIndex.load(folder / "name.keys.npy", maps),
             load("name_entity"),
             matrix("adjacency"),
             matrix("transition"),
@@ -394,7 +397,3 @@ def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
         m.indptr = m.indptr.astype(np.int32)
     m.data = m.data.astype(np.float64)
     return m
-
-
-def _mapped(path: Path) -> pa.Table:
-    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()

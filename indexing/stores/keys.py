@@ -12,9 +12,12 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from hybridrag.indexing.stores.mapping import Mappings
 
 KEY_DTYPE = np.dtype([("hash", "<u8"), ("row", "<i8")])
 
@@ -35,8 +38,9 @@ class KeyIndex:
         return cls(hashes[order], order.astype(np.int64))
 
     @classmethod
-    def load(cls, path: Path) -> KeyIndex:
-        data = np.load(path, mmap_mode="r")
+    def load(cls, path: Path, maps: Mappings | None = None) -> KeyIndex:
+        """Mapped from disk (through `maps` when given, so its pages are released with the version's)."""
+        data = maps.npy(path) if maps is not None else np.load(path, mmap_mode="r")
         if data.dtype != KEY_DTYPE:
             raise ValueError(f"{path} is not a key index")
         return cls(data["hash"], data["row"])

@@ -19,6 +19,7 @@ import pyarrow.feather as feather
 
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.keys import KeyIndex
+from hybridrag.indexing.stores.mapping import Mappings
 from hybridrag.indexing.stores.tables import Chunk, chunk_from_row, document_from_row
 
 
@@ -31,10 +32,10 @@ def write_keys(table_path: Path, ids: list[str], column: str) -> None:
     KeyIndex.build(ids).save(keys_path(table_path, column))
 
 
-def _keys(table: pa.Table, table_path: Path, column: str) -> KeyIndex:
+def _keys(table: pa.Table, table_path: Path, column: str, maps: Mappings | None) -> KeyIndex:
     path = keys_path(table_path, column)
     if path.is_file():
-        keys = KeyIndex.load(path)
+        keys = KeyIndex.load(path, maps)
         if len(keys) == table.num_rows:
             return keys
     # A version written before the lookups existed: built in memory, once per load.
@@ -95,11 +96,11 @@ class Prefetched(Mapping[str, T], Generic[T]):
 
 
 class _MappedTable:
-    def __init__(self, path: Path, id_column: str) -> None:
-        self.table = feather.read_table(path, memory_map=True)
+    def __init__(self, path: Path, id_column: str, maps: Mappings | None = None) -> None:
+        self.table = maps.arrow(path) if maps is not None else feather.read_table(path, memory_map=True)
         self._id_column = id_column
         self._ids = self.table.column(id_column)
-        self._keys = _keys(self.table, path, id_column)
+        self._keys = _keys(self.table, path, id_column, maps)
 
     def row(self, key: str) -> int | None:
         return self._keys.find(key, self._ids)
@@ -150,9 +151,9 @@ class _MappedTable:
 class ChunkTable(_MappedTable, Mapping[str, Chunk]):
     """chunks.arrow: a `Mapping` from chunk id to `Chunk`, each read from its row when asked for."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, "chunk_id")
-        self._docs = _keys(self.table, path, "doc_id")
+    def __init__(self, path: Path, maps: Mappings | None = None) -> None:
+        super().__init__(path, "chunk_id", maps)
+        self._docs = _keys(self.table, path, "doc_id", maps)
 
     def __getitem__(self, chunk_id: str) -> Chunk:
         row = self.row(chunk_id)
@@ -182,8 +183,8 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
 class DocumentTable(_MappedTable, Mapping[str, Document]):
     """documents.arrow: a `Mapping` from document id to `Document`, read from its row when asked for."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, "doc_id")
+    def __init__(self, path: Path, maps: Mappings | None = None) -> None:
+        super().__init__(path, "doc_id", maps)
         self._sorted: np.ndarray | None = None
 
     def __getitem__(self, doc_id: str) -> Document:

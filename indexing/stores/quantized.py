@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from hybridrag.indexing.stores.keys import KeyIndex
+from hybridrag.indexing.stores.mapping import Mappings
 
 VECTORS = "serving-vectors.npy"
 CODES = "serving-codes.faiss"
@@ -136,11 +137,6 @@ class RowFile:
         return self.take(np.arange(self.shape[0]))
 
 
-def read_mapped(path: Path) -> pa.Table:
-    """An uncompressed Arrow IPC file, memory-mapped: columns are read from the page cache, not copied."""
-    return pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
-
-
 @dataclass(slots=True)
 class QuantizedVectors:
     matrix: RowFile  # rows x dim float32, on disk
@@ -149,13 +145,16 @@ class QuantizedVectors:
     keys: KeyIndex
 
     @classmethod
-    def open(cls, folder: Path, dim: int) -> QuantizedVectors:
+    def open(cls, folder: Path, dim: int, maps: Mappings | None = None) -> QuantizedVectors:
+        """The codes read into memory, the filter columns and keys mapped (through `maps` when given),
+        the float32 rows read when rescored."""
         import faiss
 
+        maps = maps or Mappings()
         matrix = RowFile(folder / VECTORS)
         codes = faiss.read_index(str(folder / CODES))
-        columns = read_mapped(folder / COLUMNS)
-        keys = KeyIndex.load(folder / KEYS)
+        columns = maps.arrow(folder / COLUMNS)
+        keys = KeyIndex.load(folder / KEYS, maps)
         n = matrix.shape[0]
         if matrix.shape[1] != dim or codes.d != dim:
             raise ValueError(f"serving vectors of {folder} are not {dim}-d")

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from hybridrag.indexing.stores.filters import ChunkFilters
+from hybridrag.indexing.stores.mapping import Mappings
 from hybridrag.indexing.stores.quantized import QuantizedVectors, present, write_serving_files
 
 TABLE = "chunks"
@@ -140,6 +141,7 @@ class VectorIndex:
         in_memory_max_rows: int = IN_MEMORY_MAX_ROWS,
         projected_min_rows: int = PROJECTED_MIN_ROWS,
         quantized: bool = True,
+        maps: Mappings | None = None,
     ) -> None:
         self._table = _connect(path).open_table(TABLE)
         self.dim = dim
@@ -152,7 +154,7 @@ class VectorIndex:
         self._columns: pa.Table | None = None
         self._quantized: QuantizedVectors | None = None
         if quantized and present(path):
-            self._quantized = QuantizedVectors.open(path, dim)
+            self._quantized = QuantizedVectors.open(path, dim, maps)
             if self._quantized.rows != self._rows:
                 raise ValueError(
                     f"serving files of {path} hold {self._quantized.rows} rows, the table {self._rows}"

@@ -263,6 +263,7 @@ class SearchEngine(IndexLifecycle):
         effective_options = request.options.model_copy(
             update={"weights": SearchWeights.model_validate(ranking.weights.model_dump())}
         )
+        index.mappings.searched()
         return SearchResult(
             query=SearchQuery(
                 text=request.text,

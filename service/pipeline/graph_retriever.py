@@ -44,6 +44,7 @@ from hybridrag.indexing.stores.graph_arrays import (
     ListOrder,
 )
 from hybridrag.indexing.stores.mapped import take
+from hybridrag.indexing.stores.mapping import Mappings
 from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
 
@@ -196,13 +197,15 @@ class GraphIndex:
     community_by_id: _Communities
 
     @classmethod
-    def load(cls, folder: Path, chunk_order: ChunkOrder | Sequence[str]) -> GraphIndex:
-        """Map `folder/arrays` when the build wrote it for this chunk order; otherwise (a version written
-        before) derive the same arrays in memory from graph.json."""
+    def load(
+        cls, folder: Path, chunk_order: ChunkOrder | Sequence[str], maps: Mappings | None = None
+    ) -> GraphIndex:
+        """Map `folder/arrays` (through `maps` when given) when the build wrote it for this chunk order;
+        otherwise (a version written before) derive the same arrays in memory from graph.json."""
         order: ChunkOrder = ListOrder(chunk_order) if isinstance(chunk_order, Sequence) else chunk_order
         mapped = folder / ARRAYS
         if GraphArrays.present(mapped):
-            arrays = GraphArrays.open(mapped)
+            arrays = GraphArrays.open(mapped, maps)
             if arrays.chunk_count != len(order):
                 raise ValueError(
                     f"the graph was built for {arrays.chunk_count} chunks, the table holds {len(order)}"

@@ -136,6 +136,7 @@ class IndexLifecycle:
                     self.settings.embedding_model,
                     self._embedder,
                     projected_min_rows=self.settings.projected_min_rows,
+                    release_mapped_every=self.settings.release_mapped_every,
                 )
             except versions.IndexUnavailable as exc:
                 log.error("index unavailable: %s", exc)

@@ -16,6 +16,7 @@ from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.graph import GRAPH_JSON
 from hybridrag.indexing.stores.keyword import KeywordIndex
 from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable
+from hybridrag.indexing.stores.mapping import RELEASE_EVERY, Mappings
 from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS
 from hybridrag.indexing.stores.vectors import PROJECTED_MIN_ROWS, VectorIndex
 from hybridrag.pipeline.graph_retriever import ChunkColumns, GraphIndex, GraphRetriever
@@ -31,6 +32,8 @@ class LoadedIndex:
     keyword: KeywordIndex
     retrievers: dict[str, Retriever]
     unavailable: dict[str, str] = field(default_factory=dict)
+    # The version's memory maps: a search counts itself here, and every few the pages it touched are released.
+    mappings: Mappings = field(default_factory=Mappings)
 
     @property
     def version_name(self) -> str:
@@ -42,14 +45,19 @@ def load_index(
     embedding_model: str,
     embedder: Embedder | None,
     projected_min_rows: int = PROJECTED_MIN_ROWS,
+    release_mapped_every: int = RELEASE_EVERY,
 ) -> LoadedIndex:
-    """Open the current version of `index_dir`; raises `IndexUnavailable` with a clear message if unusable."""
+    """Open the current version of `index_dir`; raises `IndexUnavailable` with a clear message if unusable.
+
+    `release_mapped_every`: searches between releases of the mapped pages they read (`Mappings`; 0: never).
+    """
     version = versions.current_version(index_dir)
     config = BuildConfig.from_manifest(version.manifest)
     analyzer = Analyzer(config.sudachi_mode)
+    maps = Mappings(release_mapped_every)
     try:
-        documents = DocumentTable(version.path / DOCUMENTS)
-        chunks = ChunkTable(version.path / CHUNKS)
+        documents = DocumentTable(version.path / DOCUMENTS, maps)
+        chunks = ChunkTable(version.path / CHUNKS, maps)
         keyword = KeywordIndex(
             version.path / "keyword", analyzer, config.bigram_weight, config.japanese_tokens
         )
@@ -75,7 +83,7 @@ def load_index(
             )
         try:
             vectors = VectorIndex(
-                version.path / "vectors", embedder.dim, projected_min_rows=projected_min_rows
+                version.path / "vectors", embedder.dim, projected_min_rows=projected_min_rows, maps=maps
             )
         except (OSError, ValueError, RuntimeError) as exc:
             raise versions.IndexUnavailable(f"vector store of {version.path} is damaged: {exc}") from exc
@@ -84,14 +92,14 @@ def load_index(
     if (graph_dir / GRAPH_JSON).is_file():
         try:
             # The graph's chunk nodes follow the chunk table's rows, so its columns serve the graph as they are.
-            graph = GraphIndex.load(graph_dir, chunks)
+            graph = GraphIndex.load(graph_dir, chunks, maps)
         except (OSError, ValueError, KeyError) as exc:
             raise versions.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
         seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}
         retrievers["graph"] = GraphRetriever(graph, _chunk_columns(chunks, documents), analyzer, seeders)
     else:
         unavailable["graph"] = "the index was built without a knowledge graph"
-    return LoadedIndex(version, analyzer, documents, chunks, keyword, retrievers, unavailable)
+    return LoadedIndex(version, analyzer, documents, chunks, keyword, retrievers, unavailable, maps)
 
 
 def _chunk_columns(chunks: ChunkTable, documents: DocumentTable) -> ChunkColumns:

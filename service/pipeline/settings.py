@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
+from hybridrag.indexing.stores.mapping import RELEASE_EVERY
 from hybridrag.indexing.stores.remote import default_cache_dir, is_remote, mirror_dir
 
 
@@ -124,6 +125,13 @@ class Settings(BaseSettings):
         "vectors projected on their 96 principal components, then the best 2,000 (40 per result beyond 50) "
         "rescored exactly; below it every vector is scored (exact). A value above the index's size keeps "
         "search exact.",
+    )
+    release_mapped_every: int = Field(
+        RELEASE_EVERY,
+        ge=0,
+        description="Every this many searches, the index pages they read are dropped from the process' page "
+        "tables (they stay in the page cache; a later read maps them again), so resident memory holds what "
+        "recent searches touched rather than every page ever read; 0: never (fastest when memory is ample).",
     )
     search_threads: int = Field(8, ge=1, le=64, description="Threads for running retrievers concurrently.")
     rate_limit_per_s: float | None = Field(
