@@ -110,6 +110,20 @@ def running_service(
     log.unlink()  # reached only when nothing failed; a failure keeps the log and names it
 
 
+def read_through(folder: Path, chunk: int = 1 << 24) -> int:
+    """Read every file under `folder` once (into the page cache, mapping nothing); returns the bytes read.
+
+    A replica that has served for a while has its index in the page cache; a benchmark that starts a
+    service on files nobody read for minutes measures the disk instead (this VM's DAMON reclaim evicts idle
+    page cache within minutes), and more so the larger the index."""
+    total = 0
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        with path.open("rb", buffering=0) as fh:
+            while block := fh.read(chunk):
+                total += len(block)
+    return total
+
+
 def rss_bytes(pid: int) -> int:
     """Resident memory of the process and its children (the workers of `serve --workers N`)."""
     import psutil

@@ -425,3 +425,26 @@ def test_scale_benchmark_measures_every_size(sample_index: Path, tmp_path: Path)
     assert markdown.count("\n| 40 |") == 1 and "| 120 |" in markdown
     plot(report, tmp_path / "scale.png")
     assert (tmp_path / "scale.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("second_version", ["copy", "documents"])
+def test_hot_swap_benchmark_serves_both_versions_without_a_failure(
+    sample_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second_version: str
+) -> None:
+    from hybridrag.benchmarks import swap
+    from hybridrag.indexing.stores.versions import current_version
+
+    monkeypatch.setattr(swap, "WRITE_AT_S", 1.0)
+    monkeypatch.setattr(swap, "SETTLE_S", 2.0)
+    before = current_version(sample_index).version
+    report = swap.run_swap(sample_index, ["Who founded Sony?", "ソニーの創業者"], "minilm", 2, second_version)
+    assert report["write"]["status"] == "succeeded", report["write"]
+    assert report["failed"] == 0 and report["requests"] > 0
+    assert set(report["versions"]) == {before, report["secondVersion"]}, report["versions"]
+    assert report["writeToServedS"] is not None and report["latency"]["after"]["requests"] > 0
+    assert (
+        current_version(sample_index).version == before
+    )  # served from a linked copy: the index is untouched
+    markdown = swap.to_markdown(report)
+    assert "| 0 |" in markdown and report["secondVersion"] in markdown

@@ -526,21 +526,30 @@ def bench_swap(
     ] = 1_000_000,
     split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
     clients: Annotated[int, typer.Option(min=1, help="Concurrent clients")] = 4,
+    second_version: Annotated[
+        str,
+        typer.Option(
+            "--second-version",
+            help="copy: a full copy published outside the service; documents: a document added through the API",
+        ),
+    ] = "copy",
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     out: Annotated[Path | None, typer.Option("--out", help="JSON file (.md table beside it)")] = None,
 ) -> None:
-    """A hot swap between two versions of an N-chunk index under load: a document added, zero failures."""
+    """A hot swap between two versions of an N-chunk index under load: zero failed requests."""
     offline()
     from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
-    from hybridrag.benchmarks.swap import run_swap, to_markdown
+    from hybridrag.benchmarks.swap import SECOND_VERSIONS, run_swap, to_markdown
     from hybridrag.indexing.builds.build import BuildConfig
 
+    if second_version not in SECOND_VERSIONS:
+        raise typer.BadParameter(f"one of {', '.join(SECOND_VERSIONS)}", param_hint="--second-version")
     data = load_beir(dataset, split)
     queries = [data.queries[q][:1000] for q in sorted(data.queries)]
     base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
-    target = out or RESULTS / f"swap-{data.name}-{chunks}-{embedding_model}.json"
+    target = out or RESULTS / f"swap-{data.name}-{chunks}-{second_version}-{embedding_model}.json"
     index_dir = synthetic_index(data.name, base, chunks, embedding_model, target)
-    report = run_swap(index_dir, queries, embedding_model, clients)
+    report = run_swap(index_dir, queries, embedding_model, clients, second_version)
     markdown = to_markdown(report)
     write_results(target, report, markdown)
     typer.echo(markdown)
