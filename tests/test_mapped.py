@@ -85,6 +85,8 @@ def test_a_hash_collision_never_returns_another_row(tmp_path: Path, monkeypatch:
     assert [chunks[c.chunk_id].chunk_id for c in _chunks()] == [c.chunk_id for c in _chunks()]
     assert "nope" not in chunks and [c.chunk_id for c in chunks.of_doc("a")] == ["c-a0", "c-a1"]
     assert chunks.rows(["c-a1", "nope", "c-b0"]).tolist() == [3, -1, 2]
+    page = chunks.prefetch(["c-a1", "nope", "c-b0"])  # read ahead: each checked against its own id
+    assert page["c-a1"].chunk_id == "c-a1" and page["c-b0"].chunk_id == "c-b0" and "nope" not in page
 
 
 def test_key_index_round_trips_and_keeps_repeated_keys(tmp_path: Path) -> None:

@@ -55,6 +55,10 @@ def take(data: Data, rows: np.ndarray | Sequence[int]) -> Data:
     ends = np.cumsum([len(p) for p in parts])
     starts = ends - np.asarray([len(p) for p in parts])
     which = np.searchsorted(ends, at, side="right")
+    if (which == which[0]).all():  # one batch: taken from it alone
+        b = int(which[0])
+        piece = parts[b].take(pa.array(at - starts[b], pa.int64()))
+        return pa.Table.from_batches([piece]) if isinstance(data, pa.Table) else pa.chunked_array([piece])
     order = np.argsort(which, kind="stable")
     pieces = [
         parts[int(b)].take(pa.array(at[which == b] - starts[b], pa.int64())) for b in np.unique(which[order])
@@ -123,13 +127,19 @@ class _MappedTable:
         return str(self._ids[row].as_py())
 
     def _read(self, keys: Sequence[str], convert: Callable[[dict], T]) -> dict[str, T]:
-        """The rows of the known `keys`, read in one `take`, by key."""
+        """The rows of the known `keys`, read in one `take`, by key (each checked against its own id, so a
+        hash collision's first candidate is never taken for the key: such a key is looked up alone)."""
         unique = list(dict.fromkeys(keys))
-        rows = self.rows(unique)
+        rows = self._keys.first_rows(unique)
         known = rows >= 0
-        values = _rows(self.table, rows[known])
         found = [k for k, f in zip(unique, known, strict=True) if f]
-        return {k: convert(v) for k, v in zip(found, values, strict=True)}
+        out: dict[str, T] = {}
+        for key, value in zip(found, _rows(self.table, rows[known]), strict=True):
+            if value[self._id_column] == key:
+                out[key] = convert(value)
+            elif (row := self.row(key)) is not None:
+                out[key] = convert(_rows(self.table, np.array([row]))[0])
+        return out
 
     def rows(self, keys: Sequence[str]) -> np.ndarray:
         """The row of each key, -1 for an unknown one: hashed and searched together, then checked against
