@@ -1,4 +1,4 @@
-"""The documents and chunks tables as the service reads them: memory-mapped, one row read per hit.
+"""The documents and chunks tables as the service reads them: memory-mapped, a page of hits read together.
 
 The service used to hold every document and chunk as a Python object (~11 KB a chunk with the vectors). These
 mappings keep only flat arrays resident: the id -> row lookups (`keys.KeyIndex`, 16 bytes an id, written
