@@ -660,3 +660,18 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
     assert "e-nope" not in mapped.entity_index and mapped.arrays.named("no such name at all") == []
     for text in ("Who founded Sony?", "Bletchley Park and Alan Turing", "ソニーの創業者"):
         assert mapped.match(text, Analyzer()) == derived.match(text, Analyzer())
+    # Names looked up together find what a scan of every entity's forms finds.
+    from hybridrag.indexing.stores.graph_arrays import name_forms
+
+    forms = [normalize_name(e.name) for e in graph.entities[:30]] + ["no such name at all"]
+    expected = [
+        [i for i, e in enumerate(graph.entities) if f in name_forms(e.name, e.aliases)] for f in forms
+    ]
+    assert [sorted(rows) for rows in mapped.arrays.named_many(forms)] == expected
+    heads = mapped.arrays.entity_heads([2, 0, 2])
+    assert heads == [
+        {"id": e.id, "name": e.name, "type": e.type} for e in (graph.entities[i] for i in (2, 0, 2))
+    ]
+    # A page's sources from the rows it read are the sources looked up by id.
+    ids = list(chunks)[:8]
+    assert mapped.sources_of_many(ids, rows=chunks.rows(ids).tolist()) == mapped.sources_of_many(ids)

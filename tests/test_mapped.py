@@ -11,7 +11,14 @@ import pytest
 
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.keys import KeyIndex
-from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable, keys_path, take, write_keys
+from hybridrag.indexing.stores.mapped import (
+    ChunkTable,
+    DocumentTable,
+    keys_path,
+    take,
+    take_pylist,
+    write_keys,
+)
 from hybridrag.indexing.stores.tables import (
     CHUNK_SCHEMA,
     DOCUMENT_SCHEMA,
@@ -87,6 +94,8 @@ def test_a_hash_collision_never_returns_another_row(tmp_path: Path, monkeypatch:
     assert chunks.rows(["c-a1", "nope", "c-b0"]).tolist() == [3, -1, 2]
     page = chunks.prefetch(["c-a1", "nope", "c-b0"])  # read ahead: each checked against its own id
     assert page["c-a1"].chunk_id == "c-a1" and page["c-b0"].chunk_id == "c-b0" and "nope" not in page
+    assert page.rows == {"c-a1": 3, "c-b0": 2}  # the rows they were read from, collisions resolved
+    assert chunks.ids_at([3, 2, 3]) == ["c-a1", "c-b0", "c-a1"]
 
 
 def test_key_index_round_trips_and_keeps_repeated_keys(tmp_path: Path) -> None:
@@ -94,6 +103,9 @@ def test_key_index_round_trips_and_keeps_repeated_keys(tmp_path: Path) -> None:
     index.save(tmp_path / "k.npy")
     loaded = KeyIndex.load(tmp_path / "k.npy")
     assert sorted(loaded.rows_of("x").tolist()) == [0, 2] and loaded.rows_of("y").tolist() == [1]
+    many = loaded.rows_of_many(["z", "w", "x"])  # hashed and searched together, the same answers
+    assert [sorted(r.tolist()) for r in many] == [[3], [], [0, 2]]
+    assert KeyIndex.build([]).rows_of_many(["x"])[0].tolist() == [] and loaded.rows_of_many([]) == []
     assert loaded.rows_of("w").tolist() == [] and len(loaded) == 4
     assert isinstance(loaded.hashes, np.memmap)  # mapped, not read into memory
     np.save(tmp_path / "bad.npy", np.zeros(3))
@@ -115,6 +127,10 @@ def test_take_reads_across_chunks_in_the_order_asked() -> None:
     assert take(table, []).num_rows == 0 and take(table.column("x"), np.array([], np.int64)).to_pylist() == []
     single = pa.table({"x": [5, 6]})
     assert take(single, [1, 0]).column("x").to_pylist() == [6, 5]
+    # The same rows converted batch by batch and put back in the order asked.
+    assert take_pylist(table, rows) == [{"x": r, "y": str(r)} for r in rows]
+    assert take_pylist(table.column("y"), np.array(rows)) == [str(r) for r in rows]
+    assert take_pylist(table, []) == [] and take_pylist(single, [1, 0]) == [{"x": 6}, {"x": 5}]
 
 
 def test_prefetch_reads_a_page_in_one_batch_and_falls_through(tmp_path: Path) -> None:

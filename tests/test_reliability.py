@@ -317,3 +317,14 @@ def test_build_and_add_killed_at_random_points(tmp_path: Path, seed: int) -> Non
     assert done.returncode == 0, done.stderr
     assert not list(index_dir.glob(".staging-*"))
     assert versions.current_version(index_dir).manifest["counts"]["documents"] == 13
+
+
+def test_malloc_arenas_are_capped_where_libc_is_glibc() -> None:
+    """`HYBRIDRAG_MALLOC_ARENAS`: glibc accepts the cap (process-wide, so asked in a process of its own)."""
+    import platform
+    import subprocess
+    import sys
+
+    code = "from hybridrag.pipeline.lifecycle import limit_malloc_arenas as f; print(f(2))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(platform.libc_ver()[0] == "glibc")

@@ -24,7 +24,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +33,7 @@ from scipy import sparse
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
 from hybridrag.indexing.stores.keys import KeyIndex
-from hybridrag.indexing.stores.mapped import take
+from hybridrag.indexing.stores.mapped import take, take_pylist
 from hybridrag.indexing.stores.mapping import Mappings
 
 FOLDER = "arrays"
@@ -86,6 +86,8 @@ class ChunkOrder(Protocol):
 
     def id_at(self, row: int) -> str: ...
 
+    def ids_at(self, rows: Sequence[int]) -> list[str]: ...
+
     def row(self, key: str) -> int | None: ...
 
     def rows(self, keys: Sequence[str]) -> np.ndarray: ...
@@ -103,6 +105,9 @@ class ListOrder:
 
     def id_at(self, row: int) -> str:
         return self._ids[row]
+
+    def ids_at(self, rows: Sequence[int]) -> list[str]:
+        return [self._ids[int(r)] for r in rows]
 
     def row(self, key: str) -> int | None:
         return self._row.get(key)
@@ -344,6 +349,11 @@ class GraphArrays:
         data.pop("community")
         return Entity(**data)
 
+    def entity_heads(self, rows: Sequence[int]) -> list[dict[str, Any]]:
+        """`id`, `name` and `type` of each entity row, in one read (a path names its steps; the full rows
+        carry lists of every chunk a hub entity is in)."""
+        return take_pylist(self.entities.select(["id", "name", "type"]), np.asarray(rows, dtype=np.int64))
+
     def community(self, row: int) -> Community:
         return Community(**self.communities.slice(row, 1).to_pylist()[0])
 
@@ -359,12 +369,19 @@ class GraphArrays:
 
     def named(self, form: str) -> list[int]:
         """Entity rows one of whose name forms is `form` (checked: a hash collision adds nothing)."""
-        out = []
-        for pos in self.name_keys.rows_of(form):
-            row = int(self.name_entity[int(pos)])
-            e = self.entities.slice(row, 1).select(["name", "aliases"]).to_pylist()[0]
-            if form in name_forms(e["name"], e["aliases"] or []):
-                out.append(row)
+        return self.named_many([form])[0]
+
+    def named_many(self, forms: Sequence[str]) -> list[list[int]]:
+        """`named` of each form, looked up together (a query asks for every n-gram of its words)."""
+        out: list[list[int]] = []
+        for form, positions in zip(forms, self.name_keys.rows_of_many(forms), strict=True):
+            rows = []
+            for pos in positions.tolist():
+                row = int(self.name_entity[pos])
+                e = self.entities.slice(row, 1).select(["name", "aliases"]).to_pylist()[0]
+                if form in name_forms(e["name"], e["aliases"] or []):
+                    rows.append(row)
+            out.append(rows)
         return out
 
     def relation_row(self, relation_id: str) -> int | None:

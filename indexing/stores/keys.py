@@ -64,6 +64,19 @@ class KeyIndex:
         hi = int(np.searchsorted(self.hashes, h, side="right"))
         return np.asarray(self.rows[lo:hi])
 
+    def rows_of_many(self, keys: Sequence[str]) -> list[np.ndarray]:
+        """`rows_of` of each key, hashed and searched together (most keys of a query's n-grams are absent)."""
+        if not len(self.hashes) or not keys:
+            return [np.zeros(0, dtype=np.int64) for _ in keys]
+        wanted = np.fromiter((key_hash(k) for k in keys), dtype=np.uint64, count=len(keys))
+        lo = np.searchsorted(self.hashes, wanted, side="left")
+        hi = np.searchsorted(self.hashes, wanted, side="right")
+        empty = np.zeros(0, dtype=np.int64)
+        return [
+            np.asarray(self.rows[a:b]) if b > a else empty
+            for a, b in zip(lo.tolist(), hi.tolist(), strict=True)
+        ]
+
     def find(self, key: str, ids: Any) -> int | None:
         """The row whose id in `ids` (the indexed Arrow column) is `key`; a hash collision is skipped."""
         for row in self.rows_of(key):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -69,8 +69,27 @@ def take(data: Data, rows: np.ndarray | Sequence[int]) -> Data:
     return joined.take(pa.array(inverse, pa.int64()))
 
 
+def take_pylist(data: pa.Table | pa.ChunkedArray, rows: np.ndarray | Sequence[int]) -> list[Any]:
+    """`take(data, rows).to_pylist()` without joining: each batch's rows converted on their own and put back
+    in the order asked for in Python (a page's rows span the batches; the join was a second `take`)."""
+    at = np.asarray(rows, dtype=np.int64)
+    parts = data.to_batches() if isinstance(data, pa.Table) else data.chunks
+    if len(parts) <= 1 or not len(at):
+        return take(data, at).to_pylist() if len(at) else []
+    ends = np.cumsum([len(p) for p in parts])
+    which = np.searchsorted(ends, at, side="right")
+    out: list[Any] = [None] * len(at)
+    for b in np.unique(which):
+        where = np.flatnonzero(which == b)
+        start = int(ends[b]) - len(parts[int(b)])
+        values = parts[int(b)].take(pa.array(at[where] - start, pa.int64())).to_pylist()
+        for i, value in zip(where.tolist(), values, strict=True):
+            out[i] = value
+    return out
+
+
 def _rows(table: pa.Table, rows: np.ndarray) -> list[dict]:
-    return take(table, rows).to_pylist() if len(rows) else []
+    return take_pylist(table, rows)
 
 
 T = TypeVar("T")
@@ -81,9 +100,13 @@ class Prefetched(Mapping[str, T], Generic[T]):
     their documents) with one Arrow `take` instead of one slice per lookup; any other id falls through to
     the table."""
 
-    def __init__(self, table: Mapping[str, T], held: dict[str, T]) -> None:
+    def __init__(
+        self, table: Mapping[str, T], held: dict[str, T], rows: dict[str, int] | None = None
+    ) -> None:
         self.table = table
         self._held = held
+        #: The table row of each id read ahead (the graph's chunk nodes follow the chunk table's rows).
+        self.rows = rows or {}
 
     def __getitem__(self, key: str) -> T:
         held = self._held.get(key)
@@ -126,7 +149,11 @@ class _MappedTable:
     def id_at(self, row: int) -> str:
         return str(self._ids[row].as_py())
 
-    def _read(self, keys: Sequence[str], convert: Callable[[dict], T]) -> dict[str, T]:
+    def ids_at(self, rows: Sequence[int]) -> list[str]:
+        """The ids of several rows in one read."""
+        return [str(i) for i in take_pylist(self._ids, np.asarray(rows, dtype=np.int64))]
+
+    def _read(self, keys: Sequence[str], convert: Callable[[dict], T]) -> Prefetched[T]:
         """The rows of the known `keys`, read in one `take`, by key (each checked against its own id, so a
         hash collision's first candidate is never taken for the key: such a key is looked up alone)."""
         unique = list(dict.fromkeys(keys))
@@ -134,12 +161,13 @@ class _MappedTable:
         known = rows >= 0
         found = [k for k, f in zip(unique, known, strict=True) if f]
         out: dict[str, T] = {}
-        for key, value in zip(found, _rows(self.table, rows[known]), strict=True):
+        at: dict[str, int] = {}
+        for key, row, value in zip(found, rows[known].tolist(), _rows(self.table, rows[known]), strict=True):
             if value[self._id_column] == key:
-                out[key] = convert(value)
-            elif (row := self.row(key)) is not None:
-                out[key] = convert(_rows(self.table, np.array([row]))[0])
-        return out
+                out[key], at[key] = convert(value), row
+            elif (other := self.row(key)) is not None:
+                out[key], at[key] = convert(_rows(self.table, np.array([other]))[0]), other
+        return Prefetched(self, out, at)  # type: ignore[arg-type]
 
     def rows(self, keys: Sequence[str]) -> np.ndarray:
         """The row of each key, -1 for an unknown one: hashed and searched together, then checked against
@@ -149,9 +177,12 @@ class _MappedTable:
             return rows
         found = rows >= 0
         if found.any():
-            held = take(self._ids, rows[found])
-            same = pc.equal(held, pa.array([k for k, f in zip(keys, found, strict=True) if f], pa.string()))
-            wrong = np.flatnonzero(found)[~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)]
+            held = take_pylist(self._ids, rows[found])
+            asked = [k for k, f in zip(keys, found, strict=True) if f]
+            same = np.fromiter(
+                (h == k for h, k in zip(held, asked, strict=True)), dtype=bool, count=len(asked)
+            )
+            wrong = np.flatnonzero(found)[~same]
             for i in wrong:
                 row = self.row(keys[int(i)])
                 rows[i] = -1 if row is None else row
@@ -176,7 +207,7 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
 
     def prefetch(self, chunk_ids: Sequence[str]) -> Prefetched[Chunk]:
         """This table with `chunk_ids` read ahead in one batch."""
-        return Prefetched(self, self._read(chunk_ids, chunk_from_row))
+        return self._read(chunk_ids, chunk_from_row)
 
     def of_doc(self, doc_id: str) -> list[Chunk]:
         """The document's chunks in reading order (none for an unknown id)."""
@@ -205,7 +236,7 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
 
     def prefetch(self, doc_ids: Sequence[str]) -> Prefetched[Document]:
         """This table with `doc_ids` read ahead in one batch."""
-        return Prefetched(self, self._read(doc_ids, document_from_row))
+        return self._read(doc_ids, document_from_row)
 
     def page(self, offset: int, limit: int) -> list[Document]:
         """Documents in id order, `limit` from `offset` (the order is sorted once, in Arrow, on first use)."""

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from hybridrag.indexing.stores.keys import KeyIndex
+from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.mapping import Mappings
 
 VECTORS = "serving-vectors.npy"
@@ -168,6 +169,10 @@ class QuantizedVectors:
 
     def chunk_id(self, row: int) -> str:
         return str(self.columns.column("chunk_id")[row].as_py())
+
+    def chunk_ids(self, rows: np.ndarray) -> list[str]:
+        """The chunk ids of several rows in one read."""
+        return [str(i) for i in take_pylist(self.columns.column("chunk_id"), rows)]
 
     def row_of(self, chunk_id: str) -> int | None:
         return self.keys.find(chunk_id, self.columns.column("chunk_id"))

@@ -230,9 +230,8 @@ class VectorIndex:
             unit = query / norm if norm > 0 else query
             mask = filter_mask(q.columns, filters) if where is not None and filters is not None else None
             rows, sims, eligible = q.search(unit, limit, mask)
-            return [
-                VectorHit(q.chunk_id(int(r)), float(v)) for r, v in zip(rows, sims, strict=True)
-            ], eligible
+            pairs = zip(q.chunk_ids(rows), sims.tolist(), strict=True)
+            return [VectorHit(chunk_id, float(v)) for chunk_id, v in pairs], eligible
         if self._matrix is not None:
             return self._search_in_memory(query, limit, filters if where is not None else None)
         search = self._table.search(query, vector_column_name="vector").distance_type("cosine")

@@ -43,7 +43,7 @@ from hybridrag.indexing.stores.graph_arrays import (
     GraphArrays,
     ListOrder,
 )
-from hybridrag.indexing.stores.mapped import take
+from hybridrag.indexing.stores.mapped import take, take_pylist
 from hybridrag.indexing.stores.mapping import Mappings
 from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
@@ -273,18 +273,20 @@ class GraphIndex:
         return self.sources_of_many([chunk_id], most)[0]
 
     def sources_of_many(
-        self, chunk_ids: Sequence[str], most: int = 20
+        self, chunk_ids: Sequence[str], most: int = 20, rows: Sequence[int] | None = None
     ) -> list[tuple[list[str], str | None, list[str]]]:
         """Each passage's sources in the graph: its entities (most mentioned first, at most `most`), their
         most common community, and the relations among them whose co-occurrences include this passage.
 
         Only pairs among the chunk's own entities: walking every relation of each entity cost time growing
         with the corpus (hub entities have thousands of relations at 100k chunks). A page of results is
-        answered together: one Arrow call per column for all its passages, not one per passage.
+        answered together: one Arrow call per column for all its passages, not one per passage. `rows`: the
+        chunks' rows in `self.chunks` when the caller has read them already (checked ids), else looked up.
         """
         arrays, a = self.arrays, self.adjacency
         ne = arrays.entity_count
-        rows = self.chunks.rows(list(chunk_ids))
+        if rows is None:
+            rows = self.chunks.rows(list(chunk_ids)).tolist()
         per_chunk: list[np.ndarray] = []
         for row in rows:
             if row < 0:
@@ -296,8 +298,8 @@ class GraphIndex:
             order = np.argsort(self.entity_rank[mentioned], kind="stable")
             per_chunk.append(mentioned[order][:most].astype(np.int64))
         every = np.concatenate(per_chunk) if per_chunk else np.zeros(0, np.int64)
-        ids = take(arrays.entities.column("id"), every).to_pylist()
-        communities = take(arrays.entities.column("community"), every).to_pylist()
+        ids = take_pylist(arrays.entities.column("id"), every)
+        communities = take_pylist(arrays.entities.column("community"), every)
         # Candidate relations: pairs among each chunk's entities, looked up together; `owner` says whose.
         keys, owner = [], []
         for i, mine in enumerate(per_chunk):
@@ -328,7 +330,7 @@ class GraphIndex:
             kept = relation_rows[evidenced & (relation_owner == i)]
             kept_per.append(kept[np.sort(np.unique(kept, return_index=True)[1])][:most])  # first occurrences
         kept_all = np.concatenate(kept_per) if kept_per else np.zeros(0, np.int64)
-        relation_ids = [str(x) for x in take(arrays.relations.column("id"), kept_all).to_pylist()]
+        relation_ids = [str(x) for x in take_pylist(arrays.relations.column("id"), kept_all)]
         out: list[tuple[list[str], str | None, list[str]]] = []
         e_at = r_at = 0
         for mine, kept in zip(per_chunk, kept_per, strict=True):
@@ -365,17 +367,17 @@ class GraphIndex:
         else:
             words = [w.strip(".'’") for w in _WORDS.findall(text)]
             joiner = " "
-        found: dict[int, None] = {}
+        forms: list[str] = []
         for i in range(len(words)):
             for j in range(i + 1, min(len(words), i + MAX_NGRAM) + 1):
                 form = normalize_name(joiner.join(words[i:j]))
                 if j == i + 1 and (form in ENGLISH_STOPWORDS or len(form) < 2):
                     continue
-                for idx in self.arrays.named(form):
-                    found[idx] = None
-        for name in extra:
-            for idx in self.arrays.named(normalize_name(name)):
-                found[idx] = None
+                forms.append(form)
+        forms.extend(normalize_name(name) for name in extra)
+        found: dict[int, None] = {}
+        for rows in self.arrays.named_many(list(dict.fromkeys(forms))):
+            found.update(dict.fromkeys(rows))
         return list(found)
 
     def match_by_meaning(self, vector: np.ndarray | None) -> list[int]:
@@ -489,25 +491,29 @@ class GraphTrace:
                         return
             frontier = sorted(nxt, key=lambda s: -self.mass[s])
 
-    def path(self, graph: GraphIndex, item_id: str) -> list[dict[str, Any]]:
+    def path(self, graph: GraphIndex, item_id: str, chunk_row: int | None = None) -> list[dict[str, Any]]:
         """The walk that reached a graph result, seed first: each step an entity or a passage, with the kind
         of edge that led to it (`mentions`, `relation` + relationId, `synonym`). Empty when no chain within
-        reach explains it."""
-        if item_id in graph.entity_index:
+        reach explains it. `chunk_row`: the passage's row in `graph.chunks` when the caller has it."""
+        ne = len(graph.entities)
+        if chunk_row is not None:
+            target = ne + chunk_row
+        elif item_id in graph.entity_index:
             target = graph.entity_index[item_id]
         else:
             node = graph.chunk_node(item_id)
             if node is None:
                 return []
             target = node
-        ne = len(graph.entities)
+        chain = self._chain(graph, target)
+        heads = iter(graph.arrays.entity_heads([n for n in chain if n < ne]))
         steps: list[dict[str, Any]] = []
         previous: int | None = None
-        for node in self._chain(graph, target):
+        for node in chain:
             step: dict[str, Any]
             if node < ne:
-                e = graph.entities[node]
-                step = {"id": e.id, "type": "entity", "name": e.name, "entityType": e.type}
+                e = next(heads)
+                step = {"id": e["id"], "type": "entity", "name": e["name"], "entityType": e["type"]}
             else:
                 step = {"id": graph.chunks.id_at(node - ne), "type": "chunk"}
             if previous is None:
@@ -739,11 +745,10 @@ class GraphRetriever:
             # Best first; ties keep chunk order (a stable sort of ascending positions).
             order = np.argsort(-chunk_scores, kind="stable")[:limit]
             top = float(chunk_scores[order[0]]) if len(order) else 0.0
-            for i in order:
-                score = float(chunk_scores[i])
-                chunk_hits.append(
-                    Candidate(g.chunks.id_at(int(positions[i])), score, score / top if top > 0 else 0.0)
-                )
+            for chunk_id, score in zip(
+                g.chunks.ids_at(positions[order].tolist()), chunk_scores[order].tolist(), strict=True
+            ):
+                chunk_hits.append(Candidate(chunk_id, score, score / top if top > 0 else 0.0))
             entity_mass = mass[~is_chunk]
             entity_nodes = nodes[~is_chunk]
             added = 0

@@ -7,6 +7,7 @@ each component. Imports `hybridrag.indexing` and the pipeline's own modules, nev
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,22 @@ from hybridrag.pipeline.rerank import RerankerPool, RerankerUnavailable
 from hybridrag.pipeline.settings import Settings
 
 log = logging.getLogger("hybridrag.engine")
+
+
+_M_ARENA_MAX = -8  # glibc's malloc.h
+
+
+def limit_malloc_arenas(arenas: int) -> bool:
+    """Cap glibc's malloc arenas; False where the C library is not glibc (musl, macOS) or refuses.
+
+    Process-wide by nature; arenas already created stay, so call it before the retriever threads start.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_ARENA_MAX, arenas))
 
 
 class NotReady(RuntimeError):
@@ -57,6 +74,8 @@ class IndexLifecycle:
     # -- lifecycle
     def start(self) -> None:
         """Load models and the index; failures are recorded per component, never raised."""
+        if self.settings.malloc_arenas:
+            limit_malloc_arenas(self.settings.malloc_arenas)
         if self.settings.blas_threads:
             from threadpoolctl import threadpool_limits
 

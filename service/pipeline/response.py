@@ -50,7 +50,12 @@ class PageRows:
         retriever = index.retrievers.get("graph")
         sources: dict[str, Sources] = {}
         if retriever is not None and chunk_ids:
-            many = retriever.graph.sources_of_many(chunk_ids)  # type: ignore[attr-defined]
+            graph = retriever.graph  # type: ignore[attr-defined]
+            # The graph's chunk nodes are the chunk table's rows: the rows just read need no second lookup.
+            held = chunks.rows
+            same = graph.chunks is index.chunks and all(c in held for c in chunk_ids)
+            rows = [held[c] for c in chunk_ids] if same else None
+            many = graph.sources_of_many(chunk_ids, rows=rows)
             sources = dict(zip(chunk_ids, many, strict=True))
         return cls(chunks, documents, sources)
 
@@ -90,7 +95,10 @@ def graph_path(index: LoadedIndex, rows: PageRows, trace: Any, item_id: str) -> 
     """The walk (seed -> entity -> passage ...) that brought a graph result, from the graph's trace."""
     if trace is None or "graph" not in index.retrievers:
         return []
-    path: list[dict[str, Any]] = trace.path(index.retrievers["graph"].graph, item_id)  # type: ignore[attr-defined]
+    graph = index.retrievers["graph"].graph  # type: ignore[attr-defined]
+    held = getattr(rows.chunks, "rows", {})
+    row = held.get(item_id) if graph.chunks is index.chunks else None
+    path: list[dict[str, Any]] = trace.path(graph, item_id, row)
     for step in path:  # passages are named by their document's title, so a path reads without lookups
         chunk = rows.chunks.get(step["id"]) if step["type"] == "chunk" else None
         if chunk is not None and chunk.doc_id in rows.documents:
@@ -206,7 +214,8 @@ def result_item(
             Highlight(
                 field="text",
                 fragment=fragment(chunk.text, matches),
-                offsets=[HighlightOffset(start=m.start, end=m.end) for m in matches],
+                # Not validated one by one (hundreds a page): matches are non-empty spans of the text, start < end.
+                offsets=[HighlightOffset.model_construct(start=m.start, end=m.end) for m in matches],
             )
         )
     before = doc.text[max(0, chunk.start - CONTEXT_CHARS) : chunk.start].strip() or None

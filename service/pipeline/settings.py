@@ -125,6 +125,13 @@ class Settings(BaseSettings):
         "core). One, as for BLAS: each thread that calls faiss gets its own team of OpenMP threads, whose idle "
         "spinning competes with the model and the other retrievers on a small machine.",
     )
+    malloc_arenas: int = Field(
+        2,
+        ge=0,
+        description="Most glibc malloc arenas (mallopt M_ARENA_MAX) set at start-up; 0 leaves glibc's default "
+        "(8 a core). Every thread that allocates can get an arena of its own that keeps its freed memory, so the "
+        "process' anonymous memory grew with concurrent clients; ignored where libc is not glibc.",
+    )
     projected_min_rows: int = Field(
         50_000,
         ge=1,
