@@ -214,8 +214,7 @@ def result_item(
             Highlight(
                 field="text",
                 fragment=fragment(chunk.text, matches),
-                # Not validated one by one (hundreds a page): matches are non-empty spans of the text, start < end.
-                offsets=[HighlightOffset.model_construct(start=m.start, end=m.end) for m in matches],
+                offsets=[HighlightOffset(start=m.start, end=m.end) for m in matches],
             )
         )
     before = doc.text[max(0, chunk.start - CONTEXT_CHARS) : chunk.start].strip() or None
