@@ -26,6 +26,10 @@ def key_hash(key: str) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
 
 
+def _hashes(keys: Sequence[str]) -> np.ndarray:
+    return np.fromiter((key_hash(k) for k in keys), dtype=np.uint64, count=len(keys))
+
+
 @dataclass(frozen=True, slots=True)
 class KeyIndex:
     hashes: np.ndarray  # uint64, ascending
@@ -68,7 +72,7 @@ class KeyIndex:
         """`rows_of` of each key, hashed and searched together (most keys of a query's n-grams are absent)."""
         if not len(self.hashes) or not keys:
             return [np.zeros(0, dtype=np.int64) for _ in keys]
-        wanted = np.fromiter((key_hash(k) for k in keys), dtype=np.uint64, count=len(keys))
+        wanted = _hashes(keys)
         lo = np.searchsorted(self.hashes, wanted, side="left")
         hi = np.searchsorted(self.hashes, wanted, side="right")
         empty = np.zeros(0, dtype=np.int64)
@@ -88,6 +92,6 @@ class KeyIndex:
         """The first candidate row of each key, -1 for a key not held (one binary search for all)."""
         if not len(self.hashes) or not keys:
             return np.full(len(keys), -1, dtype=np.int64)
-        wanted = np.fromiter((key_hash(k) for k in keys), dtype=np.uint64, count=len(keys))
+        wanted = _hashes(keys)
         at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
         return np.where(self.hashes[at] == wanted, self.rows[at], -1).astype(np.int64)

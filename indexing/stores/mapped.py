@@ -45,27 +45,38 @@ def _keys(table: pa.Table, table_path: Path, column: str, maps: Mappings | None)
 Data = TypeVar("Data", pa.Table, pa.ChunkedArray)
 
 
+def _parts(data: pa.Table | pa.ChunkedArray) -> list[Any]:
+    return data.to_batches() if isinstance(data, pa.Table) else list(data.chunks)
+
+
+def _by_batch(parts: Sequence[Any], at: np.ndarray) -> list[tuple[Any, np.ndarray]]:
+    """The rows `at` split by the batch holding them, batches in order: each batch's rows taken from it,
+    and where in `at` they were asked for."""
+    ends = np.cumsum([len(p) for p in parts])
+    which = np.searchsorted(ends, at, side="right")
+    out = []
+    for b in np.unique(which).tolist():
+        where = np.flatnonzero(which == b)
+        start = int(ends[b]) - len(parts[b])
+        out.append((parts[b].take(pa.array(at[where] - start, pa.int64())), where))
+    return out
+
+
 def take(data: Data, rows: np.ndarray | Sequence[int]) -> Data:
     """`data.take(rows)`, chunk by chunk: Arrow's take over a column of several chunks concatenates them
     first, which on a mapped table is a copy of the whole column per call (a million chunks' text)."""
     at = np.asarray(rows, dtype=np.int64)
-    parts = data.to_batches() if isinstance(data, pa.Table) else data.chunks
+    parts = _parts(data)
     if len(parts) <= 1 or not len(at):
         return data.take(pa.array(at, pa.int64()))
-    ends = np.cumsum([len(p) for p in parts])
-    starts = ends - np.asarray([len(p) for p in parts])
-    which = np.searchsorted(ends, at, side="right")
-    if (which == which[0]).all():  # one batch: taken from it alone
-        b = int(which[0])
-        piece = parts[b].take(pa.array(at - starts[b], pa.int64()))
-        return pa.Table.from_batches([piece]) if isinstance(data, pa.Table) else pa.chunked_array([piece])
-    order = np.argsort(which, kind="stable")
-    pieces = [
-        parts[int(b)].take(pa.array(at[which == b] - starts[b], pa.int64())) for b in np.unique(which[order])
-    ]
+    taken = _by_batch(parts, at)
+    pieces = [piece for piece, _where in taken]
+    joined = pa.Table.from_batches(pieces) if isinstance(data, pa.Table) else pa.chunked_array(pieces)
+    if len(taken) == 1:  # one batch: already in the order asked
+        return joined
+    order = np.concatenate([where for _piece, where in taken])
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
-    joined = pa.Table.from_batches(pieces) if isinstance(data, pa.Table) else pa.chunked_array(pieces)
     return joined.take(pa.array(inverse, pa.int64()))
 
 
@@ -73,17 +84,14 @@ def take_pylist(data: pa.Table | pa.ChunkedArray, rows: np.ndarray | Sequence[in
     """`take(data, rows).to_pylist()` without joining: each batch's rows converted on their own and put back
     in the order asked for in Python (a page's rows span the batches; the join was a second `take`)."""
     at = np.asarray(rows, dtype=np.int64)
-    parts = data.to_batches() if isinstance(data, pa.Table) else data.chunks
-    if len(parts) <= 1 or not len(at):
-        return take(data, at).to_pylist() if len(at) else []
-    ends = np.cumsum([len(p) for p in parts])
-    which = np.searchsorted(ends, at, side="right")
+    if not len(at):
+        return []
+    parts = _parts(data)
+    if len(parts) <= 1:
+        return take(data, at).to_pylist()
     out: list[Any] = [None] * len(at)
-    for b in np.unique(which):
-        where = np.flatnonzero(which == b)
-        start = int(ends[b]) - len(parts[int(b)])
-        values = parts[int(b)].take(pa.array(at[where] - start, pa.int64())).to_pylist()
-        for i, value in zip(where.tolist(), values, strict=True):
+    for piece, where in _by_batch(parts, at):
+        for i, value in zip(where.tolist(), piece.to_pylist(), strict=True):
             out[i] = value
     return out
 

@@ -167,9 +167,6 @@ class QuantizedVectors:
     def rows(self) -> int:
         return int(self.matrix.shape[0])
 
-    def chunk_id(self, row: int) -> str:
-        return str(self.columns.column("chunk_id")[row].as_py())
-
     def chunk_ids(self, rows: np.ndarray) -> list[str]:
         """The chunk ids of several rows in one read."""
         return [str(i) for i in take_pylist(self.columns.column("chunk_id"), rows)]

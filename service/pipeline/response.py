@@ -41,6 +41,9 @@ class PageRows:
     chunks: Mapping[str, Chunk]
     documents: Mapping[str, Document]
     sources: dict[str, Sources] = field(default_factory=dict)
+    #: The page's chunks' node rows in the graph (its chunk nodes are the chunk table's rows, so the rows
+    #: just read need no second lookup); empty when the graph follows another order.
+    graph_rows: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def read(cls, index: LoadedIndex, ids: Sequence[str]) -> PageRows:
@@ -49,15 +52,16 @@ class PageRows:
         documents = index.documents.prefetch([chunks[c].doc_id for c in chunk_ids])
         retriever = index.retrievers.get("graph")
         sources: dict[str, Sources] = {}
+        graph_rows: dict[str, int] = {}
         if retriever is not None and chunk_ids:
             graph = retriever.graph  # type: ignore[attr-defined]
-            # The graph's chunk nodes are the chunk table's rows: the rows just read need no second lookup.
-            held = chunks.rows
-            same = graph.chunks is index.chunks and all(c in held for c in chunk_ids)
-            rows = [held[c] for c in chunk_ids] if same else None
+            if graph.chunks is index.chunks:
+                graph_rows = chunks.rows
+            known = all(c in graph_rows for c in chunk_ids)
+            rows = [graph_rows[c] for c in chunk_ids] if known else None
             many = graph.sources_of_many(chunk_ids, rows=rows)
             sources = dict(zip(chunk_ids, many, strict=True))
-        return cls(chunks, documents, sources)
+        return cls(chunks, documents, sources, graph_rows)
 
 
 def text_of(index: LoadedIndex, item_id: str) -> str:
@@ -96,9 +100,7 @@ def graph_path(index: LoadedIndex, rows: PageRows, trace: Any, item_id: str) -> 
     if trace is None or "graph" not in index.retrievers:
         return []
     graph = index.retrievers["graph"].graph  # type: ignore[attr-defined]
-    held = getattr(rows.chunks, "rows", {})
-    row = held.get(item_id) if graph.chunks is index.chunks else None
-    path: list[dict[str, Any]] = trace.path(graph, item_id, row)
+    path: list[dict[str, Any]] = trace.path(graph, item_id, rows.graph_rows.get(item_id))
     for step in path:  # passages are named by their document's title, so a path reads without lookups
         chunk = rows.chunks.get(step["id"]) if step["type"] == "chunk" else None
         if chunk is not None and chunk.doc_id in rows.documents:
