@@ -113,6 +113,7 @@ def run_vector_search(
         "date": now(),
         "machine": machine(),
         "embeddingModel": embedding_model,
+        "rescored": _rescored(),
         "reports": [compare_index(label, path, vectors) for label, path in indexes],
     }
     # With serving files the engine always runs the 8-bit search (there is no exact engine to compare):
@@ -176,8 +177,8 @@ def to_markdown(report: dict[str, Any]) -> str:
             "",
             "Two-stage search measured per index: "
             + ", ".join(f"{i['label']} {i.get('twoStageKind', 'projected')}" for i in report["reports"])
-            + " (`sq8-rescored`: the serving files' 8-bit codes scanned, max(200, 3 x k) candidates rescored "
-            "exactly; `projected`: as described next).",
+            + f" (`sq8-rescored`: the serving files' 8-bit codes scanned, {report.get('rescored', 'max(200, 3 x k)')}"
+            " candidates rescored exactly; `projected`: as described next).",
             "",
             f"{first['queries']} queries, one BLAS thread (as served). Two-stage: every vector's projection on "
             f"its {first['dims']} leading principal components is scanned, the best 2,000 (40 per result "
@@ -205,3 +206,10 @@ def to_markdown(report: dict[str, Any]) -> str:
             *extra,
         ]
     )
+
+
+def _rescored() -> str:
+    """How many candidates the serving files' search rescores, as the report states it."""
+    from hybridrag.indexing.stores.quantized import RESCORE_MIN, RESCORE_PER_RESULT
+
+    return f"max({RESCORE_MIN}, {RESCORE_PER_RESULT:g} x k)"

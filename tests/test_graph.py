@@ -649,6 +649,17 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
         pair = (min(by_id[r.source], by_id[r.target]), max(by_id[r.source], by_id[r.target]))
         assert mapped.edge_relation.get(pair) == r.id and pair in mapped.edge_relation
         assert mapped.relation_chunks.get(r.id) == frozenset(r.chunk_ids)
+    # Each chunk's evidenced relations (what a result's sources read) are the relations that list it.
+    listing: dict[int, list[int]] = {}
+    for j, r in enumerate(graph.relations):
+        for cid in r.chunk_ids:
+            listing.setdefault(chunks.row(cid), []).append(j)
+    assert listing
+    for arrays in (mapped.arrays, derived.arrays):
+        starts = arrays.chunk_relations_indptr
+        for row in range(len(chunks)):
+            assert arrays.chunk_relations_rows[starts[row] : starts[row + 1]].tolist() == listing.get(row, [])
+    assert mapped.sources_of_many(list(chunks)) == derived.sources_of_many(list(chunks))
     assert len(mapped.communities) == len(graph.communities) > 0
     for i, c in enumerate(graph.communities):
         assert (

@@ -8,6 +8,8 @@ instead of parsing it into objects (at 12.5k chunks the parsed graph held ~30 KB
     adjacency.*.npy, transition.*.npy the walk's CSR matrices (data, indices, indptr)
     pairs.npy, synonyms.npy           sorted entity-pair keys: the relation of an edge, synonym edges
     entity_relations.*.npy            each entity's relations, most frequent first (CSR)
+    relation_pairs.npy                the pair key of each relation row
+    chunk_relations.*.npy             each chunk's relations (those with a sentence in it), by row (CSR)
     entity_rank.npy, entity_chunks.npy per entity: its place by (most mentioned, id), how many chunks name it
     name_entity.npy                   the entity of each name form in name.keys.npy
     communities.arrow                 the community reports (few, but their member lists grow with the corpus)
@@ -37,7 +39,7 @@ from hybridrag.indexing.stores.mapped import take, take_pylist
 from hybridrag.indexing.stores.mapping import Mappings
 
 FOLDER = "arrays"
-FORMAT = 2
+FORMAT = 3  # 3: chunk_relations and relation_pairs
 RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
 TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
 SYNONYM_WEIGHT = 1.0  # times the name cosine
@@ -138,6 +140,9 @@ class GraphArrays:
     synonym_keys: np.ndarray  # sorted pair keys of synonym edges
     relations_indptr: np.ndarray  # entity row -> its slice of relations_rows
     relations_rows: np.ndarray  # relation rows, per entity most frequent first (then by id)
+    relation_pairs: np.ndarray  # per relation row: its pair key (lower * entities + higher entity row)
+    chunk_relations_indptr: np.ndarray  # chunk row -> its slice of chunk_relations_rows
+    chunk_relations_rows: np.ndarray  # per chunk, ascending: the relations whose evidence includes it
     entity_rank: np.ndarray  # per entity: its place by (most mentioned, id)
     entity_chunks: np.ndarray  # per entity: how many chunks mention it
     chunk_count: int
@@ -233,6 +238,16 @@ class GraphArrays:
             per_entity[index[r.target]].append(row)
         indptr = np.zeros(ne + 1, dtype=np.int64)
         indptr[1:] = np.cumsum([len(x) for x in per_entity])
+        # Chunk -> the relations it evidences: a result names them without reading every relation's chunk list
+        # (a hub pair lists thousands of chunks).
+        lengths = np.fromiter((len(r.chunk_ids) for r in graph.relations), dtype=np.int64, count=len(keys))
+        evidence_chunk = order.rows([c for r in graph.relations for c in r.chunk_ids])
+        evidence_relation = np.repeat(np.arange(len(keys), dtype=np.int64), lengths)
+        held = evidence_chunk >= 0
+        evidence_chunk, evidence_relation = evidence_chunk[held], evidence_relation[held]
+        by_chunk = np.lexsort((evidence_relation, evidence_chunk))
+        chunk_relations_indptr = np.zeros(len(order) + 1, dtype=np.int64)
+        chunk_relations_indptr[1:] = np.cumsum(np.bincount(evidence_chunk, minlength=len(order)))
         rank = np.empty(ne, dtype=np.int64)
         ranked = sorted(range(ne), key=lambda i: (-graph.entities[i].mentions, graph.entities[i].id))
         rank[np.asarray(ranked, dtype=np.int64)] = np.arange(ne)
@@ -252,6 +267,9 @@ class GraphArrays:
             np.sort(np.asarray(synonym_keys, dtype=np.int64)),
             indptr,
             np.asarray([row for x in per_entity for row in x], dtype=np.int64),
+            keys,
+            chunk_relations_indptr,
+            _narrow(evidence_relation[by_chunk], len(keys)),
             rank,
             np.asarray([len(e.chunk_ids) for e in graph.entities], dtype=np.int64),
             len(order),
@@ -289,6 +307,9 @@ class GraphArrays:
             "synonym_keys": self.synonym_keys,
             "relations_indptr": self.relations_indptr,
             "relations_rows": self.relations_rows,
+            "relation_pairs": self.relation_pairs,
+            "chunk_relations.indptr": self.chunk_relations_indptr,
+            "chunk_relations.rows": self.chunk_relations_rows,
             "entity_rank": self.entity_rank,
             "entity_chunks": self.entity_chunks,
         }
@@ -335,6 +356,9 @@ class GraphArrays:
             load("synonym_keys"),
             load("relations_indptr"),
             load("relations_rows"),
+            load("relation_pairs"),
+            load("chunk_relations.indptr"),
+            load("chunk_relations.rows"),
             load("entity_rank"),
             load("entity_chunks"),
             int(meta["chunks"]),
@@ -349,7 +373,7 @@ class GraphArrays:
         data.pop("community")
         return Entity(**data)
 
-    def entity_heads(self, rows: Sequence[int]) -> list[dict[str, Any]]:
+    def entity_heads(self, rows: Sequence[int] | np.ndarray) -> list[dict[str, Any]]:
         """`id`, `name` and `type` of each entity row, in one read (a path names its steps; the full rows
         carry lists of every chunk a hub entity is in)."""
         return take_pylist(self.entities.select(["id", "name", "type"]), np.asarray(rows, dtype=np.int64))
@@ -404,6 +428,11 @@ class GraphArrays:
         if not len(rows):
             return []
         return [str(x) for x in take(self.relations.column("id"), rows).to_pylist()]
+
+
+def _narrow(rows: np.ndarray, bound: int) -> np.ndarray:
+    """int32 rows where every row below `bound` fits (half the bytes on disk and in the page cache)."""
+    return rows.astype(np.int32) if bound < 2**31 - 1 else rows.astype(np.int64)
 
 
 def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:

@@ -18,7 +18,6 @@ the cosine of the query to their embedded report. The constants were chosen on t
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,7 +42,7 @@ from hybridrag.indexing.stores.graph_arrays import (
     GraphArrays,
     ListOrder,
 )
-from hybridrag.indexing.stores.mapped import take, take_pylist
+from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.mapping import Mappings
 from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
@@ -68,14 +67,6 @@ PATH_HOPS = 4
 PATH_VISITS = 5000
 COMMUNITY_RESULTS = 3
 _WORDS = re.compile(r"[\w\-’'.]+")
-
-
-@functools.lru_cache(maxsize=64)
-def _pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (i, j > i) index pairs of k items, in nested-loop order; cached read-only (shared by searches)."""
-    first, second = np.triu_indices(k, 1)
-    first.flags.writeable = second.flags.writeable = False
-    return first, second
 
 
 class _Entities:
@@ -278,8 +269,8 @@ class GraphIndex:
         """Each passage's sources in the graph: its entities (most mentioned first, at most `most`), their
         most common community, and the relations among them whose co-occurrences include this passage.
 
-        Only pairs among the chunk's own entities: walking every relation of each entity cost time growing
-        with the corpus (hub entities have thousands of relations at 100k chunks). A page of results is
+        The relations come from the chunk's own list of evidenced relations (`chunk_relations`), not from
+        each relation's list of chunks: a hub pair lists thousands of chunks at 100k. A page of results is
         answered together: one Arrow call per column for all its passages, not one per passage. `rows`: the
         chunks' rows in `self.chunks` when the caller has read them already (checked ids), else looked up.
         """
@@ -288,52 +279,27 @@ class GraphIndex:
         if rows is None:
             rows = self.chunks.rows(list(chunk_ids)).tolist()
         per_chunk: list[np.ndarray] = []
+        evidenced: list[np.ndarray] = []
         for row in rows:
             if row < 0:
                 per_chunk.append(np.zeros(0, dtype=np.int64))
+                evidenced.append(np.zeros(0, dtype=np.int64))
                 continue
             node = ne + int(row)
             neighbours = np.asarray(a.indices[a.indptr[node] : a.indptr[node + 1]])
             mentioned = neighbours[neighbours < ne]
             order = np.argsort(self.entity_rank[mentioned], kind="stable")
             per_chunk.append(mentioned[order][:most].astype(np.int64))
+            lo, hi = arrays.chunk_relations_indptr[row], arrays.chunk_relations_indptr[row + 1]
+            evidenced.append(np.asarray(arrays.chunk_relations_rows[lo:hi], dtype=np.int64))
         every = np.concatenate(per_chunk) if per_chunk else np.zeros(0, np.int64)
         ids = take_pylist(arrays.entities.column("id"), every)
         communities = take_pylist(arrays.entities.column("community"), every)
-        # Candidate relations: pairs among each chunk's entities, looked up together; `owner` says whose.
-        keys, owner = [], []
-        for i, mine in enumerate(per_chunk):
-            first, second = _pairs(len(mine))  # pairs in the order of a nested loop
-            low, high = np.minimum(mine[first], mine[second]), np.maximum(mine[first], mine[second])
-            k = (low * ne + high)[low != high]
-            keys.append(k)
-            owner.append(np.full(len(k), i))
-        all_keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-        owners = np.concatenate(owner) if owner else np.zeros(0, np.int64)
-        pair_keys = arrays.pair_keys
-        at = np.minimum(np.searchsorted(pair_keys, all_keys), max(0, len(pair_keys) - 1))
-        hit = (pair_keys[at] == all_keys) if len(pair_keys) else np.zeros(len(all_keys), dtype=bool)
-        relation_rows = np.asarray(arrays.pair_rows[at[hit]], dtype=np.int64)
-        relation_owner = owners[hit]
-        evidenced = np.zeros(len(relation_rows), dtype=bool)
-        if len(relation_rows):
-            # Which relations list their own passage: one comparison over their flattened chunk lists.
-            lists = take(arrays.relations.column("chunk_ids"), relation_rows).combine_chunks()
-            parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-            expected = pa.array(list(chunk_ids), pa.string()).take(
-                pa.array(relation_owner[parents], pa.int64())
-            )
-            here = np.asarray(pc.equal(lists.flatten(), expected).to_numpy(zero_copy_only=False), dtype=bool)
-            evidenced[parents[here]] = True
-        kept_per: list[np.ndarray] = []
-        for i in range(len(per_chunk)):
-            kept = relation_rows[evidenced & (relation_owner == i)]
-            kept_per.append(kept[np.sort(np.unique(kept, return_index=True)[1])][:most])  # first occurrences
-        kept_all = np.concatenate(kept_per) if kept_per else np.zeros(0, np.int64)
+        kept_all, kept_counts = self._relations_among(per_chunk, evidenced, most)
         relation_ids = [str(x) for x in take_pylist(arrays.relations.column("id"), kept_all)]
         out: list[tuple[list[str], str | None, list[str]]] = []
         e_at = r_at = 0
-        for mine, kept in zip(per_chunk, kept_per, strict=True):
+        for mine, kept in zip(per_chunk, kept_counts.tolist(), strict=True):
             found = [c for c in communities[e_at : e_at + len(mine)] if c is not None]
             counts = {c: found.count(c) for c in set(found)}
             community = min(counts, key=lambda c: (-counts[c], c)) if counts else None
@@ -341,12 +307,50 @@ class GraphIndex:
                 (
                     [str(x) for x in ids[e_at : e_at + len(mine)]],
                     community,
-                    relation_ids[r_at : r_at + len(kept)],
+                    relation_ids[r_at : r_at + kept],
                 )
             )
             e_at += len(mine)
-            r_at += len(kept)
+            r_at += kept
         return out
+
+    def _relations_among(
+        self, per_chunk: Sequence[np.ndarray], evidenced: Sequence[np.ndarray], most: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Of each chunk's evidenced relations, those between two of its listed entities, in the order of a
+        nested loop over the list (first entity, then second), at most `most` a chunk: the kept relation rows
+        of every chunk in turn, and how many each chunk kept."""
+        arrays = self.arrays
+        ne = arrays.entity_count
+        count = len(per_chunk)
+        relations = np.concatenate(evidenced) if count else np.zeros(0, np.int64)
+        entities = np.concatenate(per_chunk) if count else np.zeros(0, np.int64)
+        if not len(relations) or not len(entities):
+            return np.zeros(0, np.int64), np.zeros(count, np.int64)
+        owner = np.repeat(np.arange(count, dtype=np.int64), [len(r) for r in evidenced])
+        # Where each chunk's listed entities stand in its list, looked up by (chunk, entity) keys.
+        listed = np.repeat(np.arange(count, dtype=np.int64), [len(m) for m in per_chunk]) * ne + entities
+        position = np.concatenate([np.arange(len(m), dtype=np.int64) for m in per_chunk])
+        by_key = np.argsort(listed, kind="stable")
+        listed, position = listed[by_key], position[by_key]
+        pairs = np.asarray(arrays.relation_pairs[relations], dtype=np.int64)
+
+        def place(entity: np.ndarray) -> np.ndarray:
+            key = owner * ne + entity
+            at = np.minimum(np.searchsorted(listed, key), len(listed) - 1)
+            return np.where(listed[at] == key, position[at], -1)
+
+        first, second = place(pairs // ne), place(pairs % ne)
+        among = (first >= 0) & (second >= 0)
+        low, high = np.minimum(first, second)[among], np.maximum(first, second)[among]
+        relations, owner = relations[among], owner[among]
+        order = np.lexsort((high, low, owner))
+        relations, owner = relations[order], owner[order]
+        # The first `most` of each chunk: place within its chunk's run.
+        starts = np.searchsorted(owner, np.arange(count, dtype=np.int64))
+        within = np.arange(len(owner)) - starts[owner]
+        keep = within < most
+        return relations[keep], np.bincount(owner[keep], minlength=count)
 
     def entities_of(self, chunk_id: str) -> list[str]:
         """The entities the chunk mentions (its entity neighbours), most mentioned first."""
@@ -622,9 +626,8 @@ class GraphRetriever:
         """Names of the graph's entities that `text` spells (any letter case), longest first; a name inside
         a longer one found ("scott" in "scott derrickson") is left out."""
         g = self.graph
-        names = sorted(
-            {g.entities[i].name for i in g.match(text, self._analyzer)}, key=lambda n: (-len(n), n)
-        )
+        found = g.match(text, self._analyzer)
+        names = sorted({h["name"] for h in g.arrays.entity_heads(found)}, key=lambda n: (-len(n), n))
         kept: list[str] = []
         for name in names:
             words = f" {normalize_name(name)} "
@@ -753,16 +756,22 @@ class GraphRetriever:
             entity_nodes = nodes[~is_chunk]
             added = 0
             best = float(entity_mass.max()) if len(entity_mass) else 0.0
-            for i in np.argsort(-entity_mass, kind="stable"):
-                if added >= ENTITY_RESULTS or entity_mass[i] <= 0:
+            ranked = np.argsort(-entity_mass, kind="stable")
+            ranked = ranked[entity_mass[ranked] > 0]
+            # Id and type only, a few rows a read (a hub entity's full row lists thousands of chunks).
+            heads: list[dict[str, Any]] = []
+            for n, i in enumerate(ranked.tolist()):
+                if added >= ENTITY_RESULTS:
                     break
-                e = g.entities[entity_nodes[i]]
-                if filters.entity_types is not None and e.type not in filters.entity_types:
+                if n == len(heads):
+                    heads += g.arrays.entity_heads(entity_nodes[ranked[n : n + 2 * ENTITY_RESULTS]])
+                head = heads[n]
+                if filters.entity_types is not None and head["type"] not in filters.entity_types:
                     continue
                 if mask is not None and not g.entity_passes(int(entity_nodes[i]), mask):
                     continue
                 entity_hits.append(
-                    Candidate(e.id, float(entity_mass[i]), float(entity_mass[i]) / best, kind="entity")
+                    Candidate(head["id"], float(entity_mass[i]), float(entity_mass[i]) / best, kind="entity")
                 )
                 added += 1
                 total += 1
