@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -448,6 +448,9 @@ class GraphTrace:
     # The breadth-first traversal behind `path`, advanced only as far as the results asked for so far.
     parents: dict[int, int] | None = None
     traversal: Iterator[int] | None = None
+    # What the paths of this search have named so far (entity heads, chunk ids) by node: a page's paths
+    # share their seeds and first hops, so each node is read once a search.
+    named: dict[int, Any] = field(default_factory=dict)
 
     def _chain(self, graph: GraphIndex, target: int) -> list[int]:
         """A shortest chain of edges from a seed to `target` through nodes the walk reached, seeds first.
@@ -510,16 +513,24 @@ class GraphTrace:
                 return []
             target = node
         chain = self._chain(graph, target)
-        heads = iter(graph.arrays.entity_heads([n for n in chain if n < ne]))
+        named = self.named
+        entities = [n for n in dict.fromkeys(chain) if n < ne and n not in named]
+        if entities:
+            named.update(zip(entities, graph.arrays.entity_heads(entities), strict=True))
+        for n in chain:
+            if n >= ne and n not in named:
+                named[n] = graph.chunks.id_at(
+                    n - ne
+                )  # one or two a path: a scalar read is cheaper than a take
         steps: list[dict[str, Any]] = []
         previous: int | None = None
         for node in chain:
             step: dict[str, Any]
             if node < ne:
-                e = next(heads)
+                e = named[node]
                 step = {"id": e["id"], "type": "entity", "name": e["name"], "entityType": e["type"]}
             else:
-                step = {"id": graph.chunks.id_at(node - ne), "type": "chunk"}
+                step = {"id": named[node], "type": "chunk"}
             if previous is None:
                 step["seed"] = True
             else:
