@@ -397,16 +397,20 @@ class GraphArrays:
 
     def named_many(self, forms: Sequence[str]) -> list[list[int]]:
         """`named` of each form, looked up together (a query asks for every n-gram of its words)."""
-        out: list[list[int]] = []
-        for form, positions in zip(forms, self.name_keys.rows_of_many(forms), strict=True):
-            rows = []
-            for pos in positions.tolist():
-                row = int(self.name_entity[pos])
-                e = self.entities.slice(row, 1).select(["name", "aliases"]).to_pylist()[0]
-                if form in name_forms(e["name"], e["aliases"] or []):
-                    rows.append(row)
-            out.append(rows)
-        return out
+        candidates = [
+            [int(self.name_entity[pos]) for pos in positions.tolist()]
+            for positions in self.name_keys.rows_of_many(forms)
+        ]
+        every = sorted({row for rows in candidates for row in rows})
+        if not every:
+            return [[] for _ in forms]
+        # Each candidate entity's names, read once for all the forms (one take, not a slice a hit).
+        read = take_pylist(self.entities.select(["name", "aliases"]), np.asarray(every, dtype=np.int64))
+        spelled = {row: name_forms(e["name"], e["aliases"] or []) for row, e in zip(every, read, strict=True)}
+        return [
+            [row for row in rows if form in spelled[row]]
+            for form, rows in zip(forms, candidates, strict=True)
+        ]
 
     def relation_row(self, relation_id: str) -> int | None:
         return self.relation_keys.find(relation_id, self.relations.column("id"))
