@@ -517,11 +517,9 @@ class GraphTrace:
         entities = [n for n in dict.fromkeys(chain) if n < ne and n not in named]
         if entities:
             named.update(zip(entities, graph.arrays.entity_heads(entities), strict=True))
-        for n in chain:
+        for n in chain:  # one or two passages a path: a scalar read each is cheaper than a take
             if n >= ne and n not in named:
-                named[n] = graph.chunks.id_at(
-                    n - ne
-                )  # one or two a path: a scalar read is cheaper than a take
+                named[n] = graph.chunks.id_at(n - ne)
         steps: list[dict[str, Any]] = []
         previous: int | None = None
         for node in chain:
