@@ -35,7 +35,7 @@ from scipy import sparse
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
 from hybridrag.indexing.stores.keys import KeyIndex
-from hybridrag.indexing.stores.mapped import take, take_pylist
+from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.mapping import Mappings
 
 FOLDER = "arrays"
@@ -429,9 +429,7 @@ class GraphArrays:
         return np.asarray(self.relations_rows[self.relations_indptr[row] : self.relations_indptr[row + 1]])
 
     def relation_ids(self, rows: np.ndarray) -> list[str]:
-        if not len(rows):
-            return []
-        return [str(x) for x in take(self.relations.column("id"), rows).to_pylist()]
+        return [str(x) for x in take_pylist(self.relations.column("id"), rows)]
 
 
 def _narrow(rows: np.ndarray, bound: int) -> np.ndarray:

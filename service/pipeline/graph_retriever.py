@@ -296,7 +296,7 @@ class GraphIndex:
         ids = take_pylist(arrays.entities.column("id"), every)
         communities = take_pylist(arrays.entities.column("community"), every)
         kept_all, kept_counts = self._relations_among(per_chunk, evidenced, most)
-        relation_ids = [str(x) for x in take_pylist(arrays.relations.column("id"), kept_all)]
+        relation_ids = arrays.relation_ids(kept_all)
         out: list[tuple[list[str], str | None, list[str]]] = []
         e_at = r_at = 0
         for mine, kept in zip(per_chunk, kept_counts.tolist(), strict=True):
