@@ -86,6 +86,35 @@ def fingerprint(path: Path) -> dict[str, Any]:
     return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
+def regraph_if_older(index_dir: Path, config: Any = None) -> bool:
+    """Regraph a cached index an older release built (its graph format, its graph arrays, or no serving
+    files for its vectors): a regraph rebuilds the graph and rewrites the tables and the vectors' serving
+    files from what is stored (no document re-read, no re-embedding), so a benchmark never measures the
+    load-time fallbacks by accident. `config`: the build's (read from the manifest when not given).
+    True when it regraphed."""
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.stores.graph import GRAPH_FORMAT
+    from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
+    from hybridrag.indexing.stores.graph_arrays import GraphArrays
+    from hybridrag.indexing.stores.versions import current_version
+
+    version = current_version(index_dir)
+    if config is None:
+        config = BuildConfig.from_manifest(version.manifest)
+    if not config.graph:
+        return False
+    graph = version.manifest.get("graph") or {}
+    embedding = version.manifest.get("embedding") or {}
+    old_graph = graph.get("format", 1) < GRAPH_FORMAT
+    old_storage = (bool(embedding) and not embedding.get("serving")) or not GraphArrays.present(
+        version.path / "graph" / GRAPH_ARRAYS
+    )
+    if not (old_graph or old_storage):
+        return False
+    IndexBuilder(index_dir, config).regraph()
+    return True
+
+
 def cached_index(
     dataset: BeirDataset, config: Any, cache: Path | None = None, rebuild: bool = False
 ) -> tuple[Path, dict[str, Any] | None]:
@@ -96,10 +125,7 @@ def cached_index(
     from dataclasses import asdict
 
     from hybridrag.indexing.builds.build import IndexBuilder, tqdm_progress
-    from hybridrag.indexing.stores.graph import GRAPH_FORMAT
-    from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
-    from hybridrag.indexing.stores.graph_arrays import GraphArrays
-    from hybridrag.indexing.stores.versions import IndexUnavailable, current_version
+    from hybridrag.indexing.stores.versions import IndexUnavailable
 
     model = config.embedding_model or "none"
     # Indexes embedded by another passage encoder than torch live beside the torch-built one, not over it.
@@ -109,19 +135,8 @@ def cached_index(
     stamp_file = index_dir / "bench-stamp.json"
     if not rebuild and stamp_file.is_file():
         try:
-            version = current_version(index_dir)
             if _same_stamp(json.loads(stamp_file.read_text("utf-8")), stamp, config):
-                graph = version.manifest.get("graph") or {}
-                embedding = version.manifest.get("embedding") or {}
-                old_graph = config.graph and graph.get("format", 1) < GRAPH_FORMAT
-                old_storage = config.graph and (
-                    (bool(embedding) and not embedding.get("serving"))
-                    or not GraphArrays.present(version.path / "graph" / GRAPH_ARRAYS)
-                )
-                if old_graph or old_storage:
-                    # Built by an older release: a regraph rebuilds the graph and rewrites the tables and
-                    # the vectors' serving files from what is stored (no document re-read, no re-embedding).
-                    IndexBuilder(index_dir, config).regraph()
+                regraph_if_older(index_dir, config)
                 return index_dir, None
         except (IndexUnavailable, json.JSONDecodeError):
             pass

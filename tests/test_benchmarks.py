@@ -292,8 +292,7 @@ def test_cached_index_survives_a_new_build_option_and_regraphs_an_old_graph(tmp_
 def test_a_cached_synthetic_index_with_older_graph_arrays_is_regraphed(tmp_path: Path) -> None:
     """`bench latency/scale/swap` reuse a cached synthetic index; graph arrays of an older format would be
     derived in memory at every load (and measured so), so they are rewritten first, and only then."""
-    from hybridrag.benchmarks.common import cached_index, load_beir
-    from hybridrag.cli.bench import upgrade_graph
+    from hybridrag.benchmarks.common import cached_index, load_beir, regraph_if_older
     from hybridrag.indexing.builds.build import BuildConfig
     from hybridrag.indexing.stores import versions
     from hybridrag.indexing.stores.graph_arrays import FOLDER, GraphArrays
@@ -301,12 +300,12 @@ def test_a_cached_synthetic_index_with_older_graph_arrays_is_regraphed(tmp_path:
     dataset = load_beir(_tiny_beir(tmp_path / "tiny"), "test")
     index_dir, _ = cached_index(dataset, BuildConfig(embedding_model=None), tmp_path / "cache")
     version = versions.current_version(index_dir)
-    upgrade_graph(index_dir)  # current arrays: nothing to do
+    assert not regraph_if_older(index_dir)  # current arrays: nothing to do
     assert versions.current_version(index_dir).version == version.version
     meta = version.path / "graph" / FOLDER / "meta.json"
     meta.write_text(json.dumps({**json.loads(meta.read_text("utf-8")), "format": 2}), "utf-8")
     assert not GraphArrays.present(meta.parent)
-    upgrade_graph(index_dir)
+    assert regraph_if_older(index_dir)
     newer = versions.current_version(index_dir)
     assert newer.version != version.version and GraphArrays.present(newer.path / "graph" / FOLDER)
 

@@ -27,7 +27,7 @@ app.add_typer(bench_app, name="bench")
 def synthetic_index(name: str, base_index: Path, chunks: int, embedding_model: str, target: Path) -> Path:
     """The synthetic corpus of `chunks` chunks built from `base_index` (cached; its build report is written
     beside `target` when it is built), as an index directory."""
-    from hybridrag.benchmarks.common import CACHE, write_results
+    from hybridrag.benchmarks.common import CACHE, regraph_if_older, write_results
     from hybridrag.benchmarks.synthetic import build_synthetic
     from hybridrag.benchmarks.synthetic import to_markdown as build_markdown
 
@@ -36,20 +36,8 @@ def synthetic_index(name: str, base_index: Path, chunks: int, embedding_model: s
         built = build_synthetic(base_index, chunks, synthetic_dir, embedding_model)
         write_results(target.with_name(f"build-synthetic-{chunks}.json"), built, build_markdown(built))
     else:
-        upgrade_graph(synthetic_dir / "index")
+        regraph_if_older(synthetic_dir / "index")
     return synthetic_dir / "index"
-
-
-def upgrade_graph(index_dir: Path) -> None:
-    """A cached index whose graph arrays an older release wrote gets this release's (a regraph), so the
-    service maps them instead of deriving them in memory at load."""
-    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
-    from hybridrag.indexing.stores.graph_arrays import FOLDER, GraphArrays
-    from hybridrag.indexing.stores.versions import current_version
-
-    version = current_version(index_dir)
-    if version.manifest.get("graph") and not GraphArrays.present(version.path / "graph" / FOLDER):
-        IndexBuilder(index_dir, BuildConfig.from_manifest(version.manifest)).regraph()
 
 
 def _queries_and_indexes(
