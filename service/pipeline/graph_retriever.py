@@ -34,6 +34,7 @@ from scipy import sparse
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.analysis.text import has_japanese
+from hybridrag.indexing.stores.csr import row_indices
 from hybridrag.indexing.stores.filters import ChunkFilters
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as ARRAYS
@@ -392,6 +393,11 @@ class GraphIndex:
         top = np.argsort(-sims, kind="stable")[:ENTITY_MATCH_TOP]
         return [int(i) for i in top if sims[i] >= ENTITY_MATCH_MIN]
 
+    def edge_count(self, nodes: np.ndarray) -> int:
+        """How many edges the given nodes have in all."""
+        indptr = self.adjacency.indptr
+        return int((indptr[nodes + 1] - indptr[nodes]).sum())
+
     def neighbourhood(self, seeds: np.ndarray) -> np.ndarray:
         """The nodes within `WALK_HOPS` of the seeds (sorted): each seed along its `SEED_FANOUT` heaviest
         edges, then every reached node with at most `HUB` edges. Bounded by the seeds, not the corpus."""
@@ -408,14 +414,15 @@ class GraphIndex:
         frontier = np.unique(np.concatenate(reached)) if reached else np.zeros(0, dtype=np.int64)
         frontier = frontier[~seen[frontier]]
         seen[frontier] = True
-        degree = np.diff(a.indptr)
-        for _ in range(WALK_HOPS - 1):
-            expand = frontier[degree[frontier] <= HUB]
+        for hop in range(WALK_HOPS - 1):
+            expand = frontier[(a.indptr[frontier + 1] - a.indptr[frontier]) <= HUB]
             if not len(expand):
                 break
-            neighbours = np.unique(a[expand].indices)
-            frontier = neighbours[~seen[neighbours]]
-            seen[frontier] = True
+            neighbours = row_indices(a, expand)
+            fresh = neighbours[~seen[neighbours]]
+            seen[fresh] = True
+            if hop < WALK_HOPS - 2:
+                frontier = np.unique(fresh)
         return np.flatnonzero(seen)
 
     def walk(self, restart: dict[int, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -477,26 +484,34 @@ class GraphTrace:
         return chain[::-1]
 
     def _traverse(self, graph: GraphIndex, parent: dict[int, int]) -> Iterator[int]:
-        """Yields each node as it is reached, recording its parent."""
-        a = graph.adjacency
-        frontier = sorted(self.seeds, key=lambda s: -self.mass[s])
-        seen = set(frontier)
+        """Records each node's parent as it is reached; yields each node whose neighbours it added."""
+        a, mass = graph.adjacency, self.mass
+        frontier = np.array(sorted(self.seeds, key=lambda s: -mass[s]), dtype=np.int64)
+        seen = np.zeros(len(mass), dtype=bool)
+        seen[frontier] = True
+        visits = len(frontier)
         for _ in range(PATH_HOPS):
-            nxt: list[int] = []
-            for node in frontier:
+            reached: list[np.ndarray] = []
+            for node in frontier.tolist():
                 neighbours = a.indices[a.indptr[node] : a.indptr[node + 1]]
-                neighbours = neighbours[self.mass[neighbours] > 0]
-                for neighbour in neighbours[np.argsort(-self.mass[neighbours], kind="stable")]:
-                    v = int(neighbour)
-                    if v in seen:
-                        continue
-                    seen.add(v)
-                    parent[v] = node
-                    yield v
-                    nxt.append(v)
-                    if len(seen) >= PATH_VISITS:
-                        return
-            frontier = sorted(nxt, key=lambda s: -self.mass[s])
+                neighbours = neighbours[(mass[neighbours] > 0) & ~seen[neighbours]]
+                if not len(neighbours):
+                    continue
+                # Heaviest first (ties in node order); at least one, as a node-by-node walk adds one
+                # before it checks the bound.
+                neighbours = neighbours[np.argsort(-mass[neighbours], kind="stable")]
+                neighbours = neighbours[: max(1, PATH_VISITS - visits)]
+                seen[neighbours] = True
+                parent.update(dict.fromkeys(neighbours.tolist(), node))
+                reached.append(neighbours)
+                visits += len(neighbours)
+                yield node
+                if visits >= PATH_VISITS:
+                    return
+            if not reached:
+                return
+            frontier = np.concatenate(reached).astype(np.int64)
+            frontier = frontier[np.argsort(-mass[frontier], kind="stable")]
 
     def path(self, graph: GraphIndex, item_id: str, chunk_row: int | None = None) -> list[dict[str, Any]]:
         """The walk that reached a graph result, seed first: each step an entity or a passage, with the kind
@@ -734,7 +749,7 @@ class GraphRetriever:
         total = 0
         mask = self._mask(filters) if filters.active else None
         trace = None
-        if restart and not g.adjacency[sorted(restart)].nnz:
+        if restart and not g.edge_count(np.fromiter(restart, dtype=np.int64, count=len(restart))):
             # Seeds with no edge at all (text without entities: lower-cased or OCR collections): the walk
             # could only hand the other retrievers' passages back, and fusing that copy would just re-weigh
             # them. An empty list leaves the fusion as if the graph were off.
