@@ -258,3 +258,23 @@ def test_row_file_reads_the_rows_asked_for(tmp_path: Path) -> None:
     np.save(tmp_path / "v.npy", np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="row-major matrix"):
         quantized.RowFile(tmp_path / "v.npy")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_retriever_threads_scan_with_the_configured_openmp_threads(tmp_path: Path, threads: int) -> None:
+    """The scan runs in the retriever threads, and libgomp keeps its thread count per thread: each of them
+    takes the setting, not only the thread that started the service."""
+    faiss = pytest.importorskip("faiss")
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
+
+    engine = SearchEngine(
+        Settings(
+            index_dir=tmp_path, scan_threads=threads, search_threads=3, load_embedder=False, _env_file=None
+        )  # type: ignore[call-arg]
+    )
+    try:
+        counts = {engine._pool.submit(faiss.omp_get_max_threads).result() for _ in range(6)}
+    finally:
+        engine.close()
+    assert counts == {threads}

@@ -40,6 +40,21 @@ def limit_malloc_arenas(arenas: int) -> bool:
     return bool(mallopt(_M_ARENA_MAX, arenas))
 
 
+def limit_scan_threads(threads: int) -> None:
+    """faiss's OpenMP threads for scans run in the calling thread (0: the library default, every core).
+
+    libgomp keeps the count per thread: set in the main thread only, it left the retriever threads, which
+    run the scans, with the default team of one thread per core (benchmarks/notes.md, "The index on disk").
+    """
+    if not threads:
+        return
+    try:
+        import faiss
+    except ImportError:  # an installation without faiss serves versions without serving files only
+        return
+    faiss.omp_set_num_threads(threads)
+
+
 class NotReady(RuntimeError):
     pass
 
@@ -63,7 +78,12 @@ class IndexLifecycle:
         self._failed_target: str | None = None
         self._refused_remote: str | None = None
         self._rerankers = RerankerPool()
-        self._pool = ThreadPoolExecutor(max_workers=settings.search_threads, thread_name_prefix="retriever")
+        self._pool = ThreadPoolExecutor(
+            max_workers=settings.search_threads,
+            thread_name_prefix="retriever",
+            initializer=limit_scan_threads,
+            initargs=(settings.scan_threads,),
+        )
         self.components: dict[str, ComponentStatus] = {
             "index": ComponentStatus(False, "not loaded"),
             "embedder": ComponentStatus(False, "not loaded"),
@@ -81,14 +101,8 @@ class IndexLifecycle:
 
             # Process-wide by nature (BLAS has one pool); measured: semantic search at 100k chunks 73 -> 47 ms.
             threadpool_limits(limits=self.settings.blas_threads, user_api="blas")
-        if self.settings.scan_threads:
-            try:
-                import faiss
-            except ImportError:  # an installation without faiss serves versions without serving files only
-                pass
-            else:
-                # Process-wide too; measured at 100k chunks, hybrid over HTTP at one client: p50 21 vs 25 ms.
-                faiss.omp_set_num_threads(self.settings.scan_threads)
+        # The retriever threads set theirs as they start; this one serves searches run in the caller's thread.
+        limit_scan_threads(self.settings.scan_threads)
         if self.settings.load_embedder and self._embedder is None:
             try:
                 self._embedder = load_embedder(
