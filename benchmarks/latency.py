@@ -191,13 +191,15 @@ def to_markdown(report: dict[str, Any]) -> str:
     base = report["config"].get("baseline")
     note = ""
     if base:
-        headers += ["baseline p50 ms", "baseline req/s", "x p50", "x req/s"]
+        headers += ["baseline p50 ms", "baseline p95 ms", "baseline req/s", "x p50", "x p95", "x req/s"]
         for cells, r in zip(rows, report["results"], strict=True):
-            cells += [r["baseline"]["p50ms"], r["baseline"]["qps"], r["p50Ratio"], r["qpsRatio"]]
+            b = r["baseline"]
+            p95 = round(r["p95ms"] / b["p95ms"], 2) if b["p95ms"] else None
+            cells += [b["p50ms"], b["p95ms"], b["qps"], r["p50Ratio"], p95, r["qpsRatio"]]
         note = (
             f"Baseline: commit {base['commit'] or base['dir']} served side by side on the same index, "
             f"{report['config']['rounds']} alternating rounds per row; x = this / baseline "
-            "(p50 below 1 and req/s above 1 are better).\n"
+            "(p50 and p95 below 1 and req/s above 1 are better).\n"
         )
     return (
         f"### HTTP latency — {report['label'] or Path(idx['dir']).name}: {idx['chunks']} chunks, "

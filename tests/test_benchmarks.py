@@ -208,7 +208,10 @@ def test_latency_against_a_baseline_tree_alternates_two_services(sample_index: P
     assert row["p50Ratio"] == round(row["p50ms"] / row["baseline"]["p50ms"], 2) and row["qpsRatio"] > 0
     assert report["config"]["baseline"]["dir"] == str(tree) and report["config"]["rounds"] == 4
     table = to_markdown(report)
-    assert "| baseline p50 ms | baseline req/s | x p50 | x req/s |" in table and "alternating rounds" in table
+    assert "| baseline p50 ms | baseline p95 ms | baseline req/s | x p50 | x p95 | x req/s |" in table
+    assert "alternating rounds" in table
+    cells = next(line for line in table.splitlines() if line.startswith("| keyword |")).split("|")
+    assert float(cells[-3]) == round(row["p95ms"] / row["baseline"]["p95ms"], 2)
 
 
 def test_rss_slope() -> None:
