@@ -747,7 +747,7 @@ def test_walk_reach_and_path_parents_match_node_by_node_references(
     node-by-node versions gave, including where the traversal's bound cuts a node's neighbours short."""
     from scipy import sparse
 
-    from hybridrag.indexing.stores.csr import row_indices
+    from hybridrag.indexing.stores.csr import row_indices, row_lengths
     from hybridrag.indexing.stores.mapped import ChunkTable
     from hybridrag.pipeline import graph_retriever as gr
 
@@ -783,3 +783,4 @@ def test_walk_reach_and_path_parents_match_node_by_node_references(
         m = sparse.random(60, 60, density=float(rng.uniform(0, 0.3)), format="csr", random_state=rng)
         rows = rng.integers(0, 60, size=int(rng.integers(0, 15)))
         assert row_indices(m, rows).tolist() == m[rows].indices.tolist()
+        assert row_lengths(m.indptr, rows).tolist() == [m[int(r)].nnz for r in rows]

@@ -11,22 +11,25 @@ import numpy as np
 from scipy import sparse
 
 
-def row_positions(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions in `indices` / `data` of the given rows' entries, rows in the order given, and each
-    row's entry count."""
+def row_lengths(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each given row's number of entries (a node's degree in an adjacency matrix)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    return np.asarray(indptr[rows + 1], dtype=np.int64) - np.asarray(indptr[rows], dtype=np.int64)
+
+
+def row_positions(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions in `indices` / `data` of the given rows' entries, rows in the order given."""
     rows = np.asarray(rows, dtype=np.int64)
     starts = np.asarray(indptr[rows], dtype=np.int64)
-    counts = np.asarray(indptr[rows + 1], dtype=np.int64) - starts
+    counts = row_lengths(indptr, rows)
     total = int(counts.sum())
     if total == 0:
-        return np.zeros(0, dtype=np.int64), counts
+        return np.zeros(0, dtype=np.int64)
     # Each entry's position: its row's start plus its offset within the row.
     firsts = np.cumsum(counts) - counts
-    positions = np.arange(total, dtype=np.int64) + np.repeat(starts - firsts, counts)
-    return positions, counts
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - firsts, counts)
 
 
 def row_indices(matrix: sparse.csr_matrix, rows: np.ndarray) -> np.ndarray:
     """The column indices of the given rows' entries, concatenated (what `matrix[rows].indices` gives)."""
-    positions, _counts = row_positions(matrix.indptr, rows)
-    return np.asarray(matrix.indices[positions])
+    return np.asarray(matrix.indices[row_positions(matrix.indptr, rows)])

@@ -34,7 +34,7 @@ from scipy import sparse
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.analysis.text import has_japanese
-from hybridrag.indexing.stores.csr import row_indices
+from hybridrag.indexing.stores.csr import row_indices, row_lengths
 from hybridrag.indexing.stores.filters import ChunkFilters
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as ARRAYS
@@ -395,8 +395,7 @@ class GraphIndex:
 
     def edge_count(self, nodes: np.ndarray) -> int:
         """How many edges the given nodes have in all."""
-        indptr = self.adjacency.indptr
-        return int((indptr[nodes + 1] - indptr[nodes]).sum())
+        return int(row_lengths(self.adjacency.indptr, nodes).sum())
 
     def neighbourhood(self, seeds: np.ndarray) -> np.ndarray:
         """The nodes within `WALK_HOPS` of the seeds (sorted): each seed along its `SEED_FANOUT` heaviest
@@ -415,7 +414,7 @@ class GraphIndex:
         frontier = frontier[~seen[frontier]]
         seen[frontier] = True
         for hop in range(WALK_HOPS - 1):
-            expand = frontier[(a.indptr[frontier + 1] - a.indptr[frontier]) <= HUB]
+            expand = frontier[row_lengths(a.indptr, frontier) <= HUB]
             if not len(expand):
                 break
             neighbours = row_indices(a, expand)
