@@ -87,11 +87,13 @@ def fingerprint(path: Path) -> dict[str, Any]:
 
 
 def regraph_if_older(index_dir: Path, config: Any = None) -> bool:
-    """Regraph a cached index an older release built (its graph format, its graph arrays, or no serving
-    files for its vectors): a regraph rebuilds the graph and rewrites the tables and the vectors' serving
-    files from what is stored (no document re-read, no re-embedding), so a benchmark never measures the
-    load-time fallbacks by accident. `config`: the build's (read from the manifest when not given).
-    True when it regraphed."""
+    """Regraph a cached index an older release built (its graph format, its graph arrays, no serving
+    files for its vectors, or mentions another extractor found): a regraph rebuilds the graph and rewrites
+    the tables and the vectors' serving files from what is stored (no document re-read, no re-embedding;
+    mentions extracted again when the extractor changed), so a benchmark never measures the load-time
+    fallbacks or an older extraction by accident. `config`: the build's (read from the manifest when not
+    given). True when it regraphed."""
+    from hybridrag.indexing.analysis.span_typer import packaged_typer
     from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
     from hybridrag.indexing.stores.graph import GRAPH_FORMAT
     from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
@@ -109,9 +111,10 @@ def regraph_if_older(index_dir: Path, config: Any = None) -> bool:
     old_storage = (bool(embedding) and not embedding.get("serving")) or not GraphArrays.present(
         version.path / "graph" / GRAPH_ARRAYS
     )
-    if not (old_graph or old_storage):
+    old_extraction = graph.get("extraction", "rules") != packaged_typer().version
+    if not (old_graph or old_storage or old_extraction):
         return False
-    IndexBuilder(index_dir, config).regraph()
+    IndexBuilder(index_dir, config).regraph(reextract=old_extraction)
     return True
 
 

@@ -153,14 +153,15 @@ def score(
 
 
 def run_entities(
-    dataset: Path, casings: Sequence[str] = ("original",), limit: int | None = None
+    dataset: Path, casings: Sequence[str] = ("original",), limit: int | None = None, rules_only: bool = False
 ) -> dict[str, Any]:
-    """The index's entity extractor on `dataset` (each casing a copy of the text)."""
+    """The index's entity extractor on `dataset` (each casing a copy of the text); `rules_only` types English
+    names by the word-list rules instead of the fitted typer (the earlier extractor, for comparison)."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
 
     sentences = read_dataset(dataset)[:limit]
-    extractor = EntityExtractor(Analyzer())
+    extractor = EntityExtractor(Analyzer(), rules_only=rules_only)
 
     def extract(text: str) -> list[tuple[str, str]]:
         return [(m.surface, m.type) for m in extractor.extract(text)]
@@ -175,7 +176,8 @@ def run_entities(
         "dataset": dataset.name,
         "date": now(),
         "machine": machine(),
-        "extractor": "rules (capitalisation, Sudachi part of speech)",
+        "extractor": "rules (capitalisation, Sudachi part of speech)"
+        + ("" if rules_only else ", English names typed by the fitted typer"),
         "results": results,
     }
 

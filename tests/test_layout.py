@@ -186,6 +186,11 @@ def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     assert "hybridrag/pipeline/engine.py" in names and "hybridrag/client/adapters/langchain.py" in names
     assert any(n.startswith("hybridrag/cli/sample_corpus/") and n.endswith(".md") for n in names)
     assert {"hybridrag/http/static/index.html", "hybridrag/http/static/playground.js"} <= set(names)
+    typer_files = {
+        f"hybridrag/indexing/analysis/entity_typer/{f}"
+        for f in ("model.json", "vocabulary.json", "weights.npz")
+    }
+    assert typer_files <= set(names)  # the entity typer's weights ship with the package
     assert not any("/tests/" in n or n.startswith("examples/") for n in names)
     # The client extra stays light: pydantic (base) and httpx, nothing heavy.
     client = sorted(r.split(";")[0].split()[1] for r in requires if 'extra == "client"' in r)

@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.analysis.span_typer import SpanTyper, packaged_typer, span_features
 from hybridrag.indexing.analysis.text import has_japanese, split_sentences
 
 PERSON, PLACE, ORGANIZATION, OTHER = "person", "place", "organization", "other"
@@ -74,6 +76,16 @@ class Mention:
     sentence_end: int
 
 
+class NameSpan(NamedTuple):
+    """A name found in an English sentence."""
+
+    name: str  # its words joined by single spaces: the mention's surface
+    start: int  # sentence[start:end] is where it is written
+    end: int
+    rule_type: str  # the word-list rules' type
+    titled: bool  # a personal title precedes it ("Dr.", "Queen")
+
+
 TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a headline, not a name
 
 
@@ -101,8 +113,24 @@ def normalize_name(name: str) -> str:
 
 
 class EntityExtractor:
-    def __init__(self, analyzer: Analyzer) -> None:
+    """Finds and types entity mentions.
+
+    Args:
+        analyzer: the index's analyzer (its Sudachi tokenizer reads Japanese).
+        typer: types English names; the packaged model when not given.
+        rules_only: type English names by the word-list rules alone (what fitting the model starts from).
+    """
+
+    def __init__(
+        self, analyzer: Analyzer, typer: SpanTyper | None = None, *, rules_only: bool = False
+    ) -> None:
         self._analyzer = analyzer
+        self._typer = None if rules_only else (typer or packaged_typer())
+
+    @property
+    def version(self) -> str:
+        """What types the mentions: "rules", or the typer's weights ("typer-" and a digest of them)."""
+        return "rules" if self._typer is None else self._typer.version
 
     def extract(self, text: str) -> list[Mention]:
         """Mentions per sentence of `text`, in order."""
@@ -140,10 +168,25 @@ class EntityExtractor:
         # No case to read names from: a short title names its subject, without a trailing disambiguation
         # ("scott howell (political consultant)"), as capitalisation would read it.
         text = _DISAMBIGUATION.sub("", text)
-        return [(text, OTHER)] if len(text) >= 2 and len(text.split()) <= TITLE_NAME_MAX_WORDS else []
+        if len(text) < 2 or len(text.split()) > TITLE_NAME_MAX_WORDS:
+            return []
+        if self._typer is None:
+            return [(text, OTHER)]
+        return [(text, self._typer.type_of(span_features(text, 0, len(text), OTHER, casing=False)))]
 
     def _english(self, sentence: str, title_case: bool = False) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = []
+        found = []
+        for span in self.english_spans(sentence, title_case):
+            kind = span.rule_type
+            # A personal title ("Dr.", "Queen") says person more surely than anything the typer reads.
+            if self._typer is not None and not span.titled:
+                kind = self._typer.type_of(span_features(sentence, span.start, span.end, kind, casing=True))
+            found.append((span.name, kind))
+        return found
+
+    def english_spans(self, sentence: str, title_case: bool = False) -> list[NameSpan]:
+        """Capitalised names in an English sentence, with the rules' type."""
+        found: list[NameSpan] = []
         for match in _CAP_SEQ.finditer(sentence):
             words = [
                 w.rstrip(".") if w.rstrip(".").lower() in _TITLES_EN else w for w in match.group().split()
@@ -163,11 +206,15 @@ class EntityExtractor:
             at_start = sentence[:begin].strip() == "" or sentence[:begin].rstrip().endswith(('"', "(", "“"))
             if at_start and not title_case and len(words) == 1 and not _ACRONYM.fullmatch(phrase):
                 continue  # a lone capitalised first word is usually just the start of a sentence
-            found.append((phrase, self._english_type(words, sentence[:begin], title)))
+            # Where the name is written: the match less what was dropped before it ("The", a title) and
+            # after it (closing punctuation).
+            end = match.end() - (len(match.group().rstrip()) - len(match.group().rstrip().rstrip(".,;:")))
+            end = max(end, begin + 1)
+            found.append(NameSpan(phrase, begin, end, self.rule_type(words, sentence[:begin], title), title))
         return found
 
     @staticmethod
-    def _english_type(words: list[str], before: str, title: bool) -> str:
+    def rule_type(words: list[str], before: str, title: bool) -> str:
         lowered = [w.lower().rstrip(".,") for w in words]
         if lowered[-1] in _ORG_SUFFIX_EN or (lowered[0] in _ORG_SUFFIX_EN and "of" in lowered):
             return ORGANIZATION

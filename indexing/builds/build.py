@@ -357,10 +357,14 @@ class IndexBuilder:
             finally:
                 self._tasks = []
 
-    def regraph(self, synonyms: bool | None = None) -> BuildSummary:
+    def regraph(self, synonyms: bool | None = None, reextract: bool = False) -> BuildSummary:
         """A new version whose graph is rebuilt from the stored entity mentions (and, with `synonyms`, name
         vectors and synonym edges turned on or off): what an index built by an older release needs to get
-        this release's graph. Chunks, keyword index and passage vectors are carried over unchanged."""
+        this release's graph. Chunks, keyword index and passage vectors are carried over unchanged.
+
+        With `reextract`, every chunk's mentions are extracted again by this release's extractor (its
+        entity types, say) and the chunks whose entity types change get them in the chunk table, the keyword
+        index and the vector table (their vectors are kept, not re-embedded)."""
         with versions.writer_lock(self.index_dir):
             versions.cleanup(self.index_dir)
             base = versions.current_version(self.index_dir)
@@ -369,7 +373,7 @@ class IndexBuilder:
                 raise ValueError("the index was built without a knowledge graph")
             if synonyms is not None:
                 self.config = replace(self.config, graph_synonyms=synonyms)
-            return self._write(base, [], set(), SourceReport(), _Stages())
+            return self._write(base, [], set(), SourceReport(), _Stages(), reextract=reextract)
 
     # -- the one write path
     def _write(
@@ -379,6 +383,7 @@ class IndexBuilder:
         remove_ids: set[str],
         report: SourceReport,
         stages: _Stages,
+        reextract: bool = False,
     ) -> BuildSummary:
         version = versions.new_version_name()
         if base is None:
@@ -391,7 +396,7 @@ class IndexBuilder:
             old_chunks = [chunk_from_row(r) for r in read_table(base.path / CHUNKS).to_pylist()]
         try:
             summary = self._write_staging(
-                staging, base, version, old_docs, old_chunks, new_docs, remove_ids, report, stages
+                staging, base, version, old_docs, old_chunks, new_docs, remove_ids, report, stages, reextract
             )
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -410,6 +415,7 @@ class IndexBuilder:
         remove_ids: set[str],
         report: SourceReport,
         stages: _Stages,
+        reextract: bool = False,
     ) -> BuildSummary:
         config = self.config
         create = base is None
@@ -442,28 +448,46 @@ class IndexBuilder:
 
         analyzer = Analyzer(config.sudachi_mode)
         mentions: dict[str, list[Mention]] = {}
+        # Kept chunks whose entity types a re-extraction changed: rewritten in the keyword and vector stores.
+        retyped: list[Chunk] = []
+        extraction = base_extraction = _extraction(base)
         if config.graph:
-            if base is not None and (base.path / MENTIONS).is_file():
+            if base is not None and (base.path / MENTIONS).is_file() and not reextract:
                 mentions = read_mentions(base.path / MENTIONS, {c.chunk_id for c in chunks})
+            extract = chunks if reextract else new_chunks
             with stages.timed("entities"):
+                extractor = EntityExtractor(analyzer)
                 if given_mentions is not None:  # the engine extracted them (on the cluster)
                     mentions.update((c.chunk_id, given_mentions[c.chunk_id]) for c in new_chunks)
                 else:
-                    extractor = EntityExtractor(analyzer)
-                    title_mentions = {d.doc_id: extractor.extract_title(d.title) for d in new_docs}
-                    for c in self._progress(new_chunks, "entities", len(new_chunks)):
+                    title_docs = {c.doc_id for c in extract}
+                    title_mentions = {
+                        d.doc_id: extractor.extract_title(d.title) for d in docs if d.doc_id in title_docs
+                    }
+                    for c in self._progress(extract, "entities", len(extract)):
                         mentions[c.chunk_id] = title_mentions[c.doc_id] + extractor.extract(c.text)
-                for c in new_chunks:
-                    c.entity_types = sorted({m.type for m in mentions[c.chunk_id]})
+                for c in extract:
+                    types = sorted({m.type for m in mentions[c.chunk_id]})
+                    if reextract and types != list(c.entity_types):
+                        retyped.append(c)
+                    c.entity_types = types
+            # What extracted the stored mentions: kept while nothing is extracted; "mixed" once another
+            # extractor adds to them (a regraph with `reextract` makes them one extractor's again).
+            if base is None or reextract or (extract and base_extraction == extractor.version):
+                extraction = extractor.version
+            elif extract:
+                extraction = "mixed"
+        retyped_docs = {c.doc_id for c in retyped}
         with stages.timed("keyword"):
             kw = KeywordIndexWriter(staging / "keyword", analyzer, create=create)
-            if removed:
-                kw.delete_documents(d.doc_id for d in removed)
+            if removed or retyped_docs:
+                kw.delete_documents([d.doc_id for d in removed] + sorted(retyped_docs))
+            rewritten = [c for c in chunks if c.doc_id in retyped_docs]
             kw.add(
                 KeywordRow(
                     c.chunk_id, c.doc_id, c.file_id, titles[c.doc_id], c.text, dates[c.doc_id], c.entity_types
                 )
-                for c in self._progress(new_chunks, "keyword", len(new_chunks))
+                for c in self._progress(new_chunks + rewritten, "keyword", len(new_chunks) + len(rewritten))
             )
             kw.commit()
 
@@ -502,6 +526,7 @@ class IndexBuilder:
                         vectors,
                     )
             with stages.timed("vectors"):
+                vw.set_entity_types({c.chunk_id: c.entity_types for c in retyped})
                 ann = vw.finish()
             embedding = {
                 "model": config.embedding_model,
@@ -514,7 +539,7 @@ class IndexBuilder:
             if written is not None:
                 embedding["writtenBy"] = self._passages.name if self._passages is not None else "local"
 
-        graph_counts: dict[str, int] | None = None
+        graph_counts: dict[str, Any] | None = None
         if config.graph:
             with stages.timed("graph"):
                 graph = build_graph(
@@ -537,6 +562,7 @@ class IndexBuilder:
                 )
             graph_counts = {
                 "format": GRAPH_FORMAT,
+                "extraction": extraction,
                 "entities": len(graph.entities),
                 "relations": len(graph.relations),
                 "communities": len(graph.communities),
@@ -586,6 +612,14 @@ class IndexBuilder:
             seconds={k: round(v, 3) for k, v in stages.seconds.items()},
             bytes_on_disk=_du(published.path),
         )
+
+
+def _extraction(base: versions.IndexVersion | None) -> str:
+    """What extracted a version's stored mentions (`EntityExtractor.version`); "rules" for a version from
+    before the manifest said (its English names were typed by the word-list rules)."""
+    if base is None:
+        return ""
+    return str((base.manifest.get("graph") or {}).get("extraction", "rules"))
 
 
 def _unique(docs: Iterable[Document], report: SourceReport) -> list[Document]:

@@ -102,6 +102,20 @@ class VectorIndexWriter:
         if doc_ids:
             self._table.delete(f"doc_id IN ({_sql_list(doc_ids)})")
 
+    def set_entity_types(self, types: dict[str, Sequence[str]]) -> None:
+        """New entity types for existing rows (by chunk id); vectors and the other columns are kept."""
+        if not types:
+            return
+        ids = sorted(types)
+        update = pa.table(
+            {
+                "chunk_id": pa.array(ids, pa.string()),
+                "entity_types": pa.array([list(types[i]) for i in ids], pa.list_(pa.string())),
+            }
+        )
+        # Only the given columns are written; matched rows keep the rest.
+        self._table.merge_insert("chunk_id").when_matched_update_all().execute(update)
+
     def finish(self, ann: bool = False) -> dict[str, Any]:
         """Write the serving files (`indexing.quantized`: int8 codes to scan, float32 vectors to rescore);
         with `ann`, also LanceDB's own ANN and scalar indexes when the table is large enough (the service

@@ -360,6 +360,10 @@ def bench_entities(
         str, typer.Option(help="Comma-separated copies of the text: original, lower, upper")
     ] = "original,lower,upper",
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N sentences")] = None,
+    rules_only: Annotated[
+        bool,
+        typer.Option("--rules-only", help="Type English names by the word-list rules (the earlier typing)"),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
     ] = None,
@@ -374,7 +378,7 @@ def bench_entities(
     bad = [c for c in names if c not in CASINGS]
     if bad or not names:
         raise typer.BadParameter(f"use {', '.join(CASINGS)}", param_hint="--casings")
-    report = run_entities(dataset, names, limit)
+    report = run_entities(dataset, names, limit, rules_only)
     markdown = to_markdown(report)
     target = out or RESULTS / f"entities-{dataset.stem}.json"
     write_results(target, report, markdown)

@@ -268,6 +268,14 @@ def index_regraph(
             "--graph-synonyms/--no-graph-synonyms", help="Turn synonym edges on or off (default: as built)"
         ),
     ] = None,
+    reextract: Annotated[
+        bool,
+        typer.Option(
+            "--reextract",
+            help="Extract every chunk's entities again with this release's extractor (new entity types reach "
+            "the filters); vectors are kept",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     cache_dir: CacheOpt = None,
 ) -> None:
@@ -279,7 +287,7 @@ def index_regraph(
 
     try:
         with _index_location(index, cache_dir) as local:
-            summary = IndexBuilder(local).regraph(synonyms)
+            summary = IndexBuilder(local).regraph(synonyms, reextract)
     except (ValueError, IndexUnavailable, ModelUnavailable) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

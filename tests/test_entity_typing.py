@@ -1,0 +1,213 @@
+"""English entity typing: the packaged typer, its fitting script, its measurement, and re-extraction of an
+existing index so that new types reach every store's filter column."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hybridrag.benchmarks.entities import run_entities
+from hybridrag.benchmarks.fit_entity_typer import examples, fit
+from hybridrag.indexing.analysis.analyzers import Analyzer
+from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
+from hybridrag.indexing.analysis.span_typer import SpanTyper, packaged_typer, span_features
+from tests.conftest import needs_shared, shared_path
+
+ANALYZER = Analyzer()
+TYPED = EntityExtractor(ANALYZER)
+RULES = EntityExtractor(ANALYZER, rules_only=True)
+
+
+def _types(extractor: EntityExtractor, text: str) -> dict[str, str]:
+    return {m.surface: m.type for m in extractor.extract(text)}
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        (
+            "She worked at Goldman Sachs for ten years before joining Microsoft.",
+            {"Goldman Sachs": "organization", "Microsoft": "organization"},
+        ),
+        ("The striker signed for Manchester United in 2003.", {"Manchester United": "organization"}),
+        (
+            "Dr. Smith met the president of the United Nations in Geneva.",
+            {"Smith": "person", "United Nations": "organization", "Geneva": "place"},
+        ),
+        (
+            "The company was founded by Masaru Ibuka and Akio Morita in Tokyo.",
+            {"Masaru Ibuka": "person", "Akio Morita": "person", "Tokyo": "place"},
+        ),
+    ],
+)
+def test_english_names_are_typed_by_their_words_and_context(sentence: str, expected: dict[str, str]) -> None:
+    assert _types(TYPED, sentence) == expected
+
+
+def test_the_rules_alone_mistyped_what_the_typer_gets_right() -> None:
+    """The word-list rules read two capitalised words as a person, after "at" a place, a lone name "other"."""
+    assert _types(RULES, "The striker signed for Manchester United in 2003.") == {
+        "Manchester United": "person"
+    }
+    assert _types(RULES, "She worked at Goldman Sachs for ten years before joining Microsoft.") == {
+        "Goldman Sachs": "place",
+        "Microsoft": "other",
+    }
+
+
+def test_name_spans_point_at_the_name_as_written() -> None:
+    for sentence in (
+        "The United Nations met in Geneva.",
+        "Dr. Smith and Queen Victoria visited Apple Inc. in 1890.",
+        "A report by the World Bank, published in Washington; later, King's College replied.",
+    ):
+        for span in RULES.english_spans(sentence):
+            written = sentence[span.start : span.end]
+            assert normalize_name(written).replace(".", "") == normalize_name(span.name).replace(".", "")
+
+
+def test_lower_case_titles_are_typed_without_capital_letters() -> None:
+    """A title in a casing that says nothing is one name as a whole; the typer's features are lower-cased."""
+    assert [(m.surface, m.type) for m in TYPED.extract_title("goldman sachs")] == [
+        ("goldman sachs", "organization")
+    ]
+    assert [(m.surface, m.type) for m in RULES.extract_title("goldman sachs")] == [("goldman sachs", "other")]
+
+
+def test_typer_weights_round_trip_and_name_themselves(tmp_path: Path) -> None:
+    typer = packaged_typer()
+    typer.save(tmp_path / "t", {"note": "copy"})
+    again = SpanTyper.load(tmp_path / "t")
+    assert again.version == typer.version == TYPED.version and RULES.version == "rules"
+    features = span_features("He joined Goldman Sachs in 1999.", 10, 23, "person", casing=True)
+    assert np.allclose(again.scores(features), typer.scores(features))
+    assert json.loads((tmp_path / "t" / "model.json").read_text())["classes"] == typer.classes
+    with pytest.raises(ValueError, match="do not match"):
+        SpanTyper({"a": 0}, np.zeros((2, 4)), np.zeros(4), typer.classes)
+
+
+def test_fitting_learns_the_training_names_and_is_reproducible(tmp_path: Path) -> None:
+    rows = [
+        ("John Smith works for Acme Corp in Boston .", ["B-PER", "I-PER", "O", "O", "B-ORG", "I-ORG", "O", "B-LOC", "O"]),
+        ("Mary Jones visited Paris with Globex Inc .", ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG", "O"]),
+        ("The Olympics were held in Rome by Initech .", ["O", "O", "O", "O", "O", "B-LOC", "O", "B-ORG", "O"]),
+    ] * 5  # fmt: skip
+    conll = tmp_path / "train.conll"
+    conll.write_text(
+        "\n".join(
+            "\n".join(f"{i}\t{w}\t{t}" for i, (w, t) in enumerate(zip(text.split(), tags, strict=True)))
+            + "\n"
+            for text, tags in rows
+        ),
+        "utf-8",
+    )
+    from hybridrag.benchmarks.entities import read_conll
+
+    features, labels = examples(read_conll(conll))
+    # Tagged names, plus a rule-found name outside the tags ("Olympics") as "other".
+    assert labels.count("person") == 10 and labels.count("organization") == 15 and labels.count("other") == 5
+    typer = fit(features, labels)
+    assert fit(features, labels).version == typer.version
+    extractor = EntityExtractor(ANALYZER, typer)
+    assert _types(extractor, "Later John Smith met Initech people in Rome.") == {
+        "John Smith": "person",
+        "Initech": "organization",
+        "Rome": "place",
+    }
+
+
+@needs_shared("data", "ner", "en-wikineural-dev.conll")
+def test_typed_f1_on_the_english_dev_file_beats_the_rules() -> None:
+    """The measured gain (benchmarks/README.md "Entities") holds on the first 500 dev sentences."""
+    path = shared_path("data", "ner", "en-wikineural-dev.conll")
+    typed = run_entities(path, ("original",), limit=500)["results"]["original"]
+    rules = run_entities(path, ("original",), limit=500, rules_only=True)["results"]["original"]
+    assert typed["untyped"]["f1"] == rules["untyped"]["f1"]  # same names found, typed differently
+    assert typed["typed"]["f1"] >= rules["typed"]["f1"] + 0.08
+    for kind in ("person", "organization", "place"):
+        assert typed["perType"][kind]["f1"] > rules["perType"][kind]["f1"], kind
+
+
+def _filter_columns(index_dir: Path) -> dict[str, list[str]]:
+    from hybridrag.indexing.stores import versions
+    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+
+    table = read_table(versions.current_version(index_dir).path / CHUNKS)
+    return dict(
+        zip(table.column("chunk_id").to_pylist(), table.column("entity_types").to_pylist(), strict=True)
+    )
+
+
+def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
+    tmp_path: Path, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    import lancedb
+
+    import hybridrag.indexing.builds.build as build_module
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.stores import versions
+    from hybridrag.indexing.stores.vectors import TABLE
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
+    from hybridrag.schemas.search import SearchRequest
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bank.md").write_text(
+        "# Goldman Sachs\n\nShe worked at Goldman Sachs in New York before joining Microsoft.\n", "utf-8"
+    )
+    (docs / "club.md").write_text(
+        "# Football\n\nThe striker signed for Manchester United in 2003.\n", "utf-8"
+    )
+    (docs / "lab.md").write_text("# Radium\n\nMarie Curie worked in Paris with Pierre Curie.\n", "utf-8")
+    old_dir, fresh_dir = tmp_path / "old", tmp_path / "fresh"
+    config = BuildConfig(embedding_model="minilm")
+    with monkeypatch.context() as m:  # an index an earlier release built: English names typed by the rules
+        m.setattr(
+            build_module, "EntityExtractor", lambda analyzer: EntityExtractor(analyzer, rules_only=True)
+        )
+        IndexBuilder(old_dir, config, embedder=embedder).build(docs)
+    IndexBuilder(fresh_dir, config, embedder=embedder).build(docs)
+    old = versions.current_version(old_dir)
+    assert old.manifest["graph"]["extraction"] == "rules"
+    before = _filter_columns(old_dir)
+    assert before != _filter_columns(fresh_dir)
+
+    def vectors(index_dir: Path) -> dict[str, tuple[list[float], list[str]]]:
+        table = lancedb.connect(str(versions.current_version(index_dir).path / "vectors")).open_table(TABLE)
+        rows = table.to_arrow().to_pylist()
+        return {r["chunk_id"]: (r["vector"], sorted(r["entity_types"])) for r in rows}
+
+    old_vectors = vectors(old_dir)
+    IndexBuilder(old_dir, embedder=embedder).regraph()  # the stored mentions, as they were extracted
+    assert versions.current_version(old_dir).manifest["graph"]["extraction"] == "rules"
+    assert _filter_columns(old_dir) == before
+    IndexBuilder(old_dir, embedder=embedder).regraph(reextract=True)
+    upgraded = versions.current_version(old_dir)
+    assert upgraded.manifest["graph"]["extraction"] == TYPED.version
+    assert _filter_columns(old_dir) == _filter_columns(fresh_dir)
+    new_vectors = vectors(old_dir)
+    fresh_types = _filter_columns(fresh_dir)
+    assert {k: v[1] for k, v in new_vectors.items()} == {k: sorted(v) for k, v in fresh_types.items()}
+    for chunk_id, (vector, _types) in new_vectors.items():  # kept, not re-embedded
+        assert np.allclose(vector, old_vectors[chunk_id][0])
+
+    # Every store's filter answers with the new types: the organisation chunks, through each strategy.
+    settings = Settings(index_dir=old_dir, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
+    engine = SearchEngine(settings, embedder=embedder)
+    engine.start()
+    orgs = {k for k, v in fresh_types.items() if "organization" in v}
+    assert orgs and orgs != set(fresh_types)
+    for strategy in ("keyword", "semantic", "graph"):
+        request = SearchRequest.model_validate(
+            {
+                "text": "Goldman Sachs Manchester United Marie Curie",
+                "filters": {"entityTypes": ["organization"], "minRelevance": 0},
+                "options": {"strategies": [strategy], "limit": 20},
+            }
+        )
+        hits = {r.id for r in engine.search(request).results if r.type == "chunk"}
+        assert hits and hits <= orgs, strategy
