@@ -93,7 +93,7 @@ def regraph_if_older(index_dir: Path, config: Any = None) -> bool:
     mentions extracted again when the extractor changed), so a benchmark never measures the load-time
     fallbacks or an older extraction by accident. `config`: the build's (read from the manifest when not
     given). True when it regraphed."""
-    from hybridrag.indexing.analysis.span_typer import packaged_typer
+    from hybridrag.indexing.analysis.entities import packaged_extraction_version
     from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
     from hybridrag.indexing.stores.graph import GRAPH_FORMAT
     from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
@@ -111,7 +111,7 @@ def regraph_if_older(index_dir: Path, config: Any = None) -> bool:
     old_storage = (bool(embedding) and not embedding.get("serving")) or not GraphArrays.present(
         version.path / "graph" / GRAPH_ARRAYS
     )
-    old_extraction = graph.get("extraction", "rules") != packaged_typer().version
+    old_extraction = graph.get("extraction", "rules") != packaged_extraction_version()
     if not (old_graph or old_storage or old_extraction):
         return False
     IndexBuilder(index_dir, config).regraph(reextract=old_extraction)

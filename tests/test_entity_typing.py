@@ -12,7 +12,7 @@ import pytest
 from hybridrag.benchmarks.entities import run_entities
 from hybridrag.benchmarks.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
-from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
+from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor, normalize_name
 from hybridrag.indexing.analysis.span_typer import SpanTyper, packaged_typer, span_features
 from tests.conftest import needs_shared, shared_path
 
@@ -81,7 +81,8 @@ def test_typer_weights_round_trip_and_name_themselves(tmp_path: Path) -> None:
     typer = packaged_typer()
     typer.save(tmp_path / "t", {"note": "copy"})
     again = SpanTyper.load(tmp_path / "t")
-    assert again.version == typer.version == TYPED.version and RULES.version == "rules"
+    assert again.version == typer.version and TYPED.version == f"rules-{RULES_REVISION}+{typer.version}"
+    assert RULES.version == f"rules-{RULES_REVISION}"
     features = span_features("He joined Goldman Sachs in 1999.", 10, 23, "person", casing=True)
     assert np.allclose(again.scores(features), typer.scores(features))
     assert json.loads((tmp_path / "t" / "model.json").read_text())["classes"] == typer.classes
@@ -172,7 +173,7 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
         IndexBuilder(old_dir, config, embedder=embedder).build(docs)
     IndexBuilder(fresh_dir, config, embedder=embedder).build(docs)
     old = versions.current_version(old_dir)
-    assert old.manifest["graph"]["extraction"] == "rules"
+    assert old.manifest["graph"]["extraction"] == RULES.version
     before = _filter_columns(old_dir)
     assert before != _filter_columns(fresh_dir)
 
@@ -183,7 +184,7 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
 
     old_vectors = vectors(old_dir)
     IndexBuilder(old_dir, embedder=embedder).regraph()  # the stored mentions, as they were extracted
-    assert versions.current_version(old_dir).manifest["graph"]["extraction"] == "rules"
+    assert versions.current_version(old_dir).manifest["graph"]["extraction"] == RULES.version
     assert _filter_columns(old_dir) == before
     IndexBuilder(old_dir, embedder=embedder).regraph(reextract=True)
     upgraded = versions.current_version(old_dir)
@@ -199,6 +200,26 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
     settings = Settings(index_dir=old_dir, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
     engine = SearchEngine(settings, embedder=embedder)
     engine.start()
+    fresh_settings = Settings(index_dir=fresh_dir, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
+    fresh = SearchEngine(fresh_settings, embedder=embedder)
+    fresh.start()
+    for strategy in ("keyword", "semantic"):  # same scores as a fresh build (BM25 statistics included)
+        request = SearchRequest.model_validate(
+            {
+                "text": "Goldman Sachs striker",
+                "options": {"strategies": [strategy]},
+                "filters": {"minRelevance": 0},
+            }
+        )
+        got, want = engine.search(request).results, fresh.search(request).results
+        assert [r.id for r in got] == [r.id for r in want], strategy
+        # Keyword scores exactly; cosines to the encoder's float noise (the fresh build embedded again).
+        assert np.allclose(
+            [r.score for r in got],
+            [r.score for r in want],
+            rtol=0,
+            atol=1e-9 if strategy == "keyword" else 1e-4,
+        )
     orgs = {k for k, v in fresh_types.items() if "organization" in v}
     assert orgs and orgs != set(fresh_types)
     for strategy in ("keyword", "semantic", "graph"):
@@ -211,3 +232,19 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
         )
         hits = {r.id for r in engine.search(request).results if r.type == "chunk"}
         assert hits and hits <= orgs, strategy
+
+
+def test_neighbour_windows_read_the_tokens_the_whole_sentence_gives() -> None:
+    """The typer reads a name's neighbours from a window around it; they must be the whole sentence's."""
+    import random
+
+    from hybridrag.indexing.analysis.span_typer import _after, _before, tokens
+
+    rng = random.Random(0)
+    words = ["a.b", "Foo", "bar-baz", ",", "x", "U.S.", "it's", "(", "a" * 70, "1990", "Nations"]
+    for _ in range(3000):
+        sentence = " ".join(rng.choice(words) for _ in range(rng.randint(0, 60)))
+        start = rng.randint(0, len(sentence))
+        end = rng.randint(start, len(sentence))
+        assert _before(sentence, start) == tokens(sentence[:start])[-2:]
+        assert _after(sentence, end) == tokens(sentence[end:])[:2]

@@ -55,10 +55,41 @@ def test_japanese_extraction_and_types() -> None:
     )
     assert got["豊田佐吉"] == "person"
     assert got["湯川秀樹"] == "person"
-    assert got["愛知県刈谷"] == "place"
+    assert got["愛知県"] == got["刈谷"] == "place"  # an address is two places
     assert got["豊田自動織機製作所"] == "organization"
     assert got["京都大学"] == "organization"
     assert "1926年" not in got
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "ノーマン・フォスターが設計した。",
+            {"ノーマン・フォスター": "person"},
+        ),  # katakana names across "・"
+        (
+            "豊田雅孝らが参加し、田中さんも来た。",
+            {"豊田雅孝": "person", "田中": "person"},
+        ),  # plural, honorific
+        ("片岡千恵蔵主演の映画。", {"片岡千恵蔵": "person"}),  # what the name did is not part of it
+        ("SBS静岡放送の番組。", {"sbs静岡放送": "organization"}),  # the compound's head decides
+        ("ボストン交響楽団が演奏した。", {"ボストン交響楽団": "organization"}),
+        ("東日本大震災の後。", {"東日本大震災": "other"}),
+        ("株式会社アドバンスコープは。", {"株式会社アドバンスコープ": "organization"}),
+        ("FIFAが発表した。", {"fifa": "organization"}),
+        (
+            "千葉ロッテマリーンズが勝った。",
+            {"千葉ロッテマリーンズ": "organization"},
+        ),  # a place, then a team's name
+        ("アメリカ合衆国の首都。", {"アメリカ合衆国": "place"}),
+        ("京都議定書が採択された。", {"京都議定書": "other"}),
+        ("中山が打った。", {"中山": "person"}),  # a surname's own ending is no mountain
+        ("三宮駅で降りた。", {"三宮駅": "place"}),
+    ],
+)
+def test_japanese_names_bounded_and_typed_by_their_head(text: str, expected: dict[str, str]) -> None:
+    assert entities(text) == expected
 
 
 def test_normalisation_merges_width_and_case() -> None:

@@ -54,7 +54,32 @@ _NOT_NAMES = frozenset(
 _ORG_SUFFIX_JA = (
     "大学", "会社", "銀行", "省", "庁", "研究所", "協会", "工業", "製作所", "自動車", "新聞社", "財団", "学会",
     "委員会", "政府", "議会", "病院", "博物館", "工務店", "設計", "保険", "鉄道", "製紙", "学校", "党",
+    "放送", "テレビ", "組合", "連合", "集団", "社", "軍", "航空", "商事", "電機", "電鉄", "製薬", "新聞", "出版",
+    "球団", "高校", "学園", "高等学校", "中学校", "小学校", "グループ", "ホールディングス", "機構", "連盟", "クラブ",
+    "fc", "団", "幕府", "公団", "公社", "局", "本部", "艦隊", "部隊", "航空隊", "楽団", "電力", "証券", "製菓", "機関", "リーグ",
 )  # fmt: skip
+_ORG_PREFIX_JA = (
+    "株式会社",
+    "有限会社",
+    "合同会社",
+    "一般社団法人",
+    "公益財団法人",
+    "学校法人",
+    "独立行政法人",
+)
+_PLACE_SUFFIX_JA = (
+    "市", "県", "町", "村", "区", "郡", "州", "都", "府", "道", "国", "駅", "港", "空港", "城", "寺", "神社", "公園",
+    "島", "山", "川", "湖", "橋", "通り", "ホール", "劇場", "球場", "競技場", "スタジアム", "タワー", "館",
+)  # fmt: skip
+_EVENT_SUFFIX_JA = (
+    "事件", "震災", "戦争", "作戦", "選手権", "大会", "賞", "の乱", "会戦", "紛争", "条約", "議定書", "宣言", "憲章",
+    "博覧会", "五輪", "祭", "杯", "カップ", "グランプリ", "フェスティバル",
+)  # fmt: skip
+_KATAKANA_OR_LATIN = re.compile(r"[\u30a0-\u30ffA-Za-z]+")
+_ACRONYM_JA = re.compile(r"[A-Z][A-Z0-9&]{1,7}")
+_REGION_SUFFIX_JA = ("都", "道", "府", "県", "州", "国")
+_PERSON_SUFFIX_JA = frozenset("さん 氏 様 君 ちゃん 殿 ら たち 達".split())
+_PROPER_CLASS = {"人名": PERSON, "地名": PLACE, "組織": ORGANIZATION}
 _CAP_SEQ = re.compile(
     r"\b(?:[A-Z][\w’'\-]*|[A-Z]{2,})(?:\.?\s+(?:(?:of|de|da|del|von|van|der|du|la|le)\s+)?(?:[A-Z][\w’'\-]*))*"
 )
@@ -87,6 +112,21 @@ class NameSpan(NamedTuple):
 
 
 TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a headline, not a name
+
+
+# Bumped whenever the rules find or type names differently (an index extracted by older rules is then
+# re-extracted by `bench`, and `index info` shows which extraction an index holds).
+RULES_REVISION = 2
+
+
+def extraction_version(typer: SpanTyper | None) -> str:
+    rules = f"rules-{RULES_REVISION}"
+    return rules if typer is None else f"{rules}+{typer.version}"
+
+
+def packaged_extraction_version() -> str:
+    """What a default `EntityExtractor` records, without building one (no Sudachi dictionary loaded)."""
+    return extraction_version(packaged_typer())
 
 
 def casing_informative(text: str) -> bool:
@@ -129,8 +169,10 @@ class EntityExtractor:
 
     @property
     def version(self) -> str:
-        """What types the mentions: "rules", or the typer's weights ("typer-" and a digest of them)."""
-        return "rules" if self._typer is None else self._typer.version
+        """What finds and types the mentions: the rules' revision, and the typer's weights when it types
+        English names ("rules-2+typer-" and a digest of them). An index records it (`index regraph
+        --reextract` brings one extracted by another up to date)."""
+        return extraction_version(self._typer)
 
     def extract(self, text: str) -> list[Mention]:
         """Mentions per sentence of `text`, in order."""
@@ -138,7 +180,7 @@ class EntityExtractor:
         for start, end in split_sentences(text):
             sentence = text[start:end]
             if has_japanese(sentence):
-                found = self._japanese(sentence)
+                found = self.japanese(sentence)
             elif casing_informative(sentence):
                 found = self._english(unicodedata.normalize("NFKC", sentence))
             else:
@@ -155,7 +197,7 @@ class EntityExtractor:
         if not title.strip():
             return []
         if has_japanese(title):
-            found = self._japanese(title)
+            found = self.japanese(title)
             if not found and len(title) <= 20:
                 found = [(title.strip(), OTHER)]
         else:
@@ -229,20 +271,31 @@ class EntityExtractor:
             return PERSON
         return OTHER
 
-    def _japanese(self, sentence: str) -> list[tuple[str, str]]:
+    def japanese(self, sentence: str) -> list[tuple[str, str]]:
+        """Names in a Japanese sentence, with their types."""
         found: list[tuple[str, str]] = []
         run: list[tuple[str, tuple[str, ...]]] = []
 
-        def flush() -> None:
+        def flush(honorific: bool = False) -> None:
+            # A verbal noun after a name is what the name did ("...主演", "...移籍"), not part of it.
+            while run and (run[-1][0] == "・" or (run[-1][1][2] == "サ変可能" and not _head_type(run))):
+                run.pop()
             if run and any(pos[1] == "固有名詞" for _s, pos in run):
                 surface = "".join(s for s, _p in run)
                 if len(surface) >= 2:
-                    found.append((surface, _japanese_type(run)))
+                    found.append((surface, PERSON if honorific else _japanese_type(run)))
             run.clear()
 
         for surface, _norm, pos, _b, _e in self._analyzer.japanese.morphemes(sentence):
             noun = pos[0] == "名詞" and pos[1] in ("固有名詞", "普通名詞") and pos[2] != "副詞可能"
-            if noun or (pos[0] == "接尾辞" and run):
+            if pos[0] == "接尾辞" and surface in _PERSON_SUFFIX_JA:
+                flush(honorific=bool(run) and run[-1][1][2] == "人名")  # "田中さん", "豊田らが"
+            elif surface == "・" and run:
+                run.append((surface, pos))  # katakana names: "ノーマン・フォスター"
+            elif noun and run and _place_boundary(run, pos):
+                flush()  # an address: "埼玉県" then "久喜市", two places
+                run.append((surface, pos))
+            elif noun or (pos[0] == "接尾辞" and run):
                 run.append((surface, pos))
             else:
                 flush()
@@ -250,10 +303,36 @@ class EntityExtractor:
         return found
 
 
-def _japanese_type(run: list[tuple[str, tuple[str, ...]]]) -> str:
-    surface = "".join(s for s, _p in run)
-    if surface.endswith(_ORG_SUFFIX_JA) and len(run) > 1:
+def _place_boundary(run: list[tuple[str, tuple[str, ...]]], pos: tuple[str, ...]) -> bool:
+    last_surface, last = run[-1]
+    return last[2] == "地名" and pos[2] == "地名" and last_surface.endswith(_REGION_SUFFIX_JA)
+
+
+def _head_type(run: list[tuple[str, tuple[str, ...]]]) -> str | None:
+    """A Japanese compound's type from its last element, its head ("...放送" a broadcaster, "...市" a city)."""
+    surface = "".join(s for s, _p in run).lower()
+    if len(run) < 2 and run[-1][1][2] == "人名":
+        return None  # a personal name's own ending ("中山" is a surname, not a mountain)
+    if surface.endswith(_EVENT_SUFFIX_JA):
+        return OTHER
+    if surface.endswith(_ORG_SUFFIX_JA) or surface.startswith(_ORG_PREFIX_JA):
         return ORGANIZATION
+    if surface.endswith(_PLACE_SUFFIX_JA):
+        return PLACE
+    if _ACRONYM_JA.fullmatch(run[0][0]) and len(run) == 1:
+        return ORGANIZATION  # "NHK", "FIFA", "OECD" in Japanese text
+    return None
+
+
+def _japanese_type(run: list[tuple[str, tuple[str, ...]]]) -> str:
+    head = _head_type(run)
+    if head is not None:
+        return head
+    last = run[-1][1]
+    if last[1] == "固有名詞" and last[2] in _PROPER_CLASS:
+        return _PROPER_CLASS[last[2]]
+    if any(pos[2] == "地名" for _s, pos in run[:-1]) and _KATAKANA_OR_LATIN.fullmatch(run[-1][0]):
+        return ORGANIZATION  # a place and then a foreign name: a team, a company ("千葉ロッテマリーンズ")
     proper = [pos for _s, pos in run if pos[1] == "固有名詞"]
     kinds = {pos[2] for pos in proper}
     if "人名" in kinds:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 FOLDER = Path(__file__).parent / "entity_typer"
+_WINDOW = 48  # characters either side of a name read for its neighbours
 _TOKEN = re.compile(r"\w+(?:[’'\-.]\w+)*|[^\w\s]")
 
 
@@ -35,8 +36,7 @@ def span_features(sentence: str, start: int, end: int, rule_type: str, casing: b
     two words either side, the rules' type, and (where letter case is informative) whether it is in capitals.
     """
     span = tokens(sentence[start:end]) or ["<empty>"]
-    before = tokens(sentence[:start])[-2:]
-    after = tokens(sentence[end:])[:2]
+    before, after = _before(sentence, start), _after(sentence, end)
     before = ["<s>"] * (2 - len(before)) + before
     after = after + ["</s>"] * (2 - len(after))
     features = [
@@ -59,6 +59,21 @@ def span_features(sentence: str, start: int, end: int, rule_type: str, casing: b
     if casing:
         features.append("capitals=" + str(sentence[start:end].isupper()))
     return features
+
+
+def _before(sentence: str, start: int) -> list[str]:
+    """The two tokens before `start`. Read from a window that begins at a space (a token never spans one,
+    so they are the tokens the whole prefix gives): tokenizing the whole prefix for every name of a long
+    sentence would cost more than the rest of the typing."""
+    cut = sentence.rfind(" ", 0, max(0, start - _WINDOW)) if start > _WINDOW else 0
+    near = tokens(sentence[max(cut, 0) : start])[-2:]
+    return near if len(near) == 2 or cut <= 0 else tokens(sentence[:start])[-2:]
+
+
+def _after(sentence: str, end: int) -> list[str]:
+    cut = sentence.find(" ", end + _WINDOW) if len(sentence) - end > _WINDOW else -1
+    near = tokens(sentence[end : cut if cut >= 0 else len(sentence)])[:2]
+    return near if len(near) == 2 or cut < 0 else tokens(sentence[end:])[:2]
 
 
 class SpanTyper:

@@ -448,7 +448,7 @@ class IndexBuilder:
 
         analyzer = Analyzer(config.sudachi_mode)
         mentions: dict[str, list[Mention]] = {}
-        # Kept chunks whose entity types a re-extraction changed: rewritten in the keyword and vector stores.
+        # Kept chunks whose entity types a re-extraction changed: given them in the vector table.
         retyped: list[Chunk] = []
         extraction = base_extraction = _extraction(base)
         if config.graph:
@@ -477,17 +477,21 @@ class IndexBuilder:
                 extraction = extractor.version
             elif extract:
                 extraction = "mixed"
-        retyped_docs = {c.doc_id for c in retyped}
         with stages.timed("keyword"):
-            kw = KeywordIndexWriter(staging / "keyword", analyzer, create=create)
-            if removed or retyped_docs:
-                kw.delete_documents([d.doc_id for d in removed] + sorted(retyped_docs))
-            rewritten = [c for c in chunks if c.doc_id in retyped_docs]
+            # A re-extraction writes the keyword index anew, in the chunks' order: deleting and re-adding the
+            # re-typed chunks would leave the deleted copies in tantivy's term statistics (BM25) until a
+            # merge, so scores would drift from a fresh build's.
+            if reextract:
+                shutil.rmtree(staging / "keyword", ignore_errors=True)
+            kw = KeywordIndexWriter(staging / "keyword", analyzer, create=create or reextract)
+            if removed and not reextract:
+                kw.delete_documents(d.doc_id for d in removed)
+            rows = chunks if reextract else new_chunks
             kw.add(
                 KeywordRow(
                     c.chunk_id, c.doc_id, c.file_id, titles[c.doc_id], c.text, dates[c.doc_id], c.entity_types
                 )
-                for c in self._progress(new_chunks + rewritten, "keyword", len(new_chunks) + len(rewritten))
+                for c in self._progress(rows, "keyword", len(rows))
             )
             kw.commit()
 
