@@ -86,6 +86,7 @@ def test_japanese_extraction_and_types() -> None:
         ("京都議定書が採択された。", {"京都議定書": "other"}),
         ("中山が打った。", {"中山": "person"}),  # a surname's own ending is no mountain
         ("三宮駅で降りた。", {"三宮駅": "place"}),
+        ("八坂神社に参拝した。", {"八坂神社": "place"}),  # the longest ending decides (神社, not 社)
     ],
 )
 def test_japanese_names_bounded_and_typed_by_their_head(text: str, expected: dict[str, str]) -> None:

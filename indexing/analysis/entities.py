@@ -75,6 +75,12 @@ _EVENT_SUFFIX_JA = (
     "事件", "震災", "戦争", "作戦", "選手権", "大会", "賞", "の乱", "会戦", "紛争", "条約", "議定書", "宣言", "憲章",
     "博覧会", "五輪", "祭", "杯", "カップ", "グランプリ", "フェスティバル",
 )  # fmt: skip
+# A Japanese compound's ending and the type it gives (the three lists share no ending).
+_HEAD_ENDINGS = {
+    **{e: PLACE for e in _PLACE_SUFFIX_JA},
+    **{e: ORGANIZATION for e in _ORG_SUFFIX_JA},
+    **{e: OTHER for e in _EVENT_SUFFIX_JA},
+}
 _KATAKANA_OR_LATIN = re.compile(r"[\u30a0-\u30ffA-Za-z]+")
 _ACRONYM_JA = re.compile(r"[A-Z][A-Z0-9&]{1,7}")
 _REGION_SUFFIX_JA = ("都", "道", "府", "県", "州", "国")
@@ -313,12 +319,12 @@ def _head_type(run: list[tuple[str, tuple[str, ...]]]) -> str | None:
     surface = "".join(s for s, _p in run).lower()
     if len(run) < 2 and run[-1][1][2] == "人名":
         return None  # a personal name's own ending ("中山" is a surname, not a mountain)
-    if surface.endswith(_EVENT_SUFFIX_JA):
-        return OTHER
-    if surface.endswith(_ORG_SUFFIX_JA) or surface.startswith(_ORG_PREFIX_JA):
+    # The longest ending decides: "八坂神社" ends in "社" (a company) and in "神社" (a shrine, a place).
+    ending = max((e for e in _HEAD_ENDINGS if surface.endswith(e)), key=len, default=None)
+    if ending is not None:
+        return _HEAD_ENDINGS[ending]
+    if surface.startswith(_ORG_PREFIX_JA):
         return ORGANIZATION
-    if surface.endswith(_PLACE_SUFFIX_JA):
-        return PLACE
     if _ACRONYM_JA.fullmatch(run[0][0]) and len(run) == 1:
         return ORGANIZATION  # "NHK", "FIFA", "OECD" in Japanese text
     return None

@@ -363,8 +363,8 @@ class IndexBuilder:
         this release's graph. Chunks, keyword index and passage vectors are carried over unchanged.
 
         With `reextract`, every chunk's mentions are extracted again by this release's extractor (its
-        entity types, say) and the chunks whose entity types change get them in the chunk table, the keyword
-        index and the vector table (their vectors are kept, not re-embedded)."""
+        entity types, say): the chunk table and the keyword index are written with the new types, and the
+        vector table's rows whose types changed are updated (their vectors are kept, not re-embedded)."""
         with versions.writer_lock(self.index_dir):
             versions.cleanup(self.index_dir)
             base = versions.current_version(self.index_dir)

@@ -150,7 +150,9 @@ class KeywordIndex:
                     (tantivy.Occur.Must, tantivy.Query.const_score_query(filter_query, 0.0)),
                 ]
             )
-        result = self._searcher.search(query, limit=max(1, limit), count=True)
+        # No more hits than chunks: tantivy sizes its top-k heap by the limit, and a deep page's offset
+        # (unbounded in the contract) would overflow it.
+        result = self._searcher.search(query, limit=max(1, min(limit, self.num_chunks)), count=True)
         hits = []
         for score, address in result.hits:
             stored = self._searcher.doc(address)
