@@ -5,8 +5,8 @@ Data: English WikiANN (Pan et al. 2017), training split, as in `../shared/data/n
 Wikipedia links). Examples: every tagged name, labelled person / organization / place; and every name the
 capitalisation rules find that overlaps no tagged name, labelled other (WikiANN tags no MISC, and what the
 rules find outside its tags is mostly nationalities, events, works and words that are not names). Features
-as `span_features` gives them; an L2-regularised multinomial logistic
-regression (scikit-learn, lbfgs: deterministic).
+as `span_features` gives them; an L2-regularised multinomial logistic regression (scikit-learn, lbfgs:
+deterministic).
 
     python -m hybridrag.benchmarks.fit_entity_typer --train ../shared/data/ner/en-wikiann-train.conll
 
