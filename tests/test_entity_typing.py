@@ -248,3 +248,73 @@ def test_neighbour_windows_read_the_tokens_the_whole_sentence_gives() -> None:
         end = rng.randint(start, len(sentence))
         assert _before(sentence, start) == tokens(sentence[:start])[-2:]
         assert _after(sentence, end) == tokens(sentence[end:])[:2]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # Nationalities, languages and religions are "other" (as named-entity data tags them), countries places.
+        (
+            "The Indian film was dubbed into Hindi and Tamil for release in Canada.",
+            {"Indian": "other", "Hindi": "other", "Tamil": "other", "Canada": "place"},
+        ),
+        # A name's head word settles its type, whatever the typer would read from its neighbours.
+        (
+            "He crossed the Bourne Bridge after World War II and visited Blenheim Palace.",
+            {"Bourne Bridge": "place", "World War II": "other", "Blenheim Palace": "place"},
+        ),
+    ],
+)
+def test_names_whose_own_words_settle_their_type(sentence: str, expected: dict[str, str]) -> None:
+    assert _types(TYPED, sentence) == expected
+
+
+def test_text_without_letter_case_still_shows_the_names_the_lexicon_knows() -> None:
+    """Countries, languages and nationalities are found in all-lower and all-capitals text alike; words that
+    are also ordinary English ("turkey", "polish") and political camps are not looked for there."""
+    sentence = "he moved from india to new zealand, spoke hindi and ate turkey with polish republicans."
+    expected = {"india": "place", "new zealand": "place", "hindi": "other"}
+    assert _types(TYPED, sentence) == expected
+    assert _types(TYPED, sentence.upper()) == {k.upper(): v for k, v in expected.items()}
+    # Written with capitals, a capital letter tells the nationality from the verb.
+    assert _types(TYPED, "He moved from India, spoke Hindi and met Polish voters in Turkey.") == {
+        "India": "place",
+        "Hindi": "other",
+        "Polish": "other",
+        "Turkey": "place",
+    }
+
+
+def test_the_lexicon_is_what_the_fitting_script_writes() -> None:
+    """`lexicon.json` ships the CLDR names and the script's word lists (reproducible from its source)."""
+    from hybridrag.benchmarks.fit_entity_typer import build_lexicon
+    from hybridrag.indexing.analysis.span_typer import LEXICON
+
+    shipped = json.loads(LEXICON.read_text("utf-8"))
+    built = build_lexicon()
+    for key in ("other", "otherCased", "notCaseFree"):
+        assert set(shipped[key]) == set(built[key]), key
+    assert {"france", "japan", "new zealand", "bosnia and herzegovina", "asia"} <= set(shipped["place"])
+    assert {"french", "japanese", "hindi", "americans", "muslim"} <= set(shipped["other"])
+    assert "turkey" in shipped["place"] and "turkey" in shipped["notCaseFree"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        # Kanji common nouns around a place or a person describe it: not part of the name.
+        ("中国資本による日本企業の買収が報じられた。", {"中国": "place", "日本": "place"}),
+        # A list joined by "・" is two names; titles after a surname are not part of it.
+        (
+            "フランスのミッテラン大統領・イギリスのサッチャー首相が反対した。",
+            {"フランス": "place", "ミッテラン": "person", "イギリス": "place", "サッチャー": "person"},
+        ),
+        # Name-forming endings keep the compound whole; a given name the dictionary lacks stays with the surname.
+        (
+            "東京オリンピックで徐平が優勝し、熱田神宮に参拝した。",
+            {"東京オリンピック": "other", "徐平": "person", "熱田神宮": "place"},
+        ),
+    ],
+)
+def test_japanese_names_without_the_words_that_describe_them(sentence: str, expected: dict[str, str]) -> None:
+    assert _types(TYPED, sentence) == expected

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
-from hybridrag.indexing.analysis.span_typer import SpanTyper, packaged_typer, span_features
+from hybridrag.indexing.analysis.span_typer import (
+    TOKEN_PATTERN,
+    SpanTyper,
+    case_free_names,
+    packaged_lexicon,
+    packaged_typer,
+    span_features,
+)
 from hybridrag.indexing.analysis.text import has_japanese, split_sentences
 
 PERSON, PLACE, ORGANIZATION, OTHER = "person", "place", "organization", "other"
@@ -39,8 +46,22 @@ _TITLES_EN = frozenset(
     "mr mrs ms dr prof professor president king queen sir lord lady saint st emperor prince princess pope".split()
 )
 _EVENT_SUFFIX_EN = frozenset(
-    "prize award war wars act treaty protocol test games olympics revolution restoration conference".split()
+    (
+        "prize award awards war wars act treaty protocol test games olympics revolution restoration conference "
+        "championship championships cup festival expedition crisis massacre rebellion uprising battle"
+    ).split()
 )
+# A name ending in one of these is a place: natural features, settlements and buildings.
+_PLACE_SUFFIX_EN = frozenset(
+    (
+        "island islands isle river creek canal bridge lake lakes bay mount mountain mountains hill hills valley "
+        "palace castle park street road avenue square county province prefecture district region peninsula "
+        "ocean sea gulf strait harbour harbor airport station desert forest falls beach coast cathedral abbey "
+        "tower stadium arena village town city borough parish glacier reservoir canyon"
+    ).split()
+)
+_PLACE_PREFIX_EN = frozenset("mount lake cape fort port isle".split())
+_SEQUEL = re.compile(r"^(?:[ivxl]+|\d+)$")  # "World War II", "Apollo 13"
 _PLACE_PREP = frozenset("in at from near to across".split())
 _NOT_NAMES = frozenset(
     (
@@ -55,8 +76,8 @@ _ORG_SUFFIX_JA = (
     "大学", "会社", "銀行", "省", "庁", "研究所", "協会", "工業", "製作所", "自動車", "新聞社", "財団", "学会",
     "委員会", "政府", "議会", "病院", "博物館", "工務店", "設計", "保険", "鉄道", "製紙", "学校", "党",
     "放送", "テレビ", "組合", "連合", "集団", "社", "軍", "航空", "商事", "電機", "電鉄", "製薬", "新聞", "出版",
-    "球団", "高校", "学園", "高等学校", "中学校", "小学校", "グループ", "ホールディングス", "機構", "連盟", "クラブ",
-    "fc", "団", "幕府", "公団", "公社", "局", "本部", "艦隊", "部隊", "航空隊", "楽団", "電力", "証券", "製菓", "機関", "リーグ",
+    "球団", "高校", "中学", "学園", "高等学校", "中学校", "小学校", "グループ", "ホールディングス", "機構", "連盟", "クラブ",
+    "fc", "団", "幕府", "公団", "公社", "局", "本部", "艦隊", "部隊", "航空隊", "楽団", "電力", "証券", "政権", "裁判所", "製菓", "機関", "リーグ",
 )  # fmt: skip
 _ORG_PREFIX_JA = (
     "株式会社",
@@ -70,10 +91,12 @@ _ORG_PREFIX_JA = (
 _PLACE_SUFFIX_JA = (
     "市", "県", "町", "村", "区", "郡", "州", "都", "府", "道", "国", "駅", "港", "空港", "城", "寺", "神社", "公園",
     "島", "山", "川", "湖", "橋", "通り", "ホール", "劇場", "球場", "競技場", "スタジアム", "タワー", "館",
+    "神宮", "運河", "公会堂", "飛行場", "競馬場", "競輪場", "基地", "温泉", "地方", "海岸", "連邦", "海峡", "道路",
+    "センター", "要塞", "本宮",
 )  # fmt: skip
 _EVENT_SUFFIX_JA = (
     "事件", "震災", "戦争", "作戦", "選手権", "大会", "賞", "の乱", "会戦", "紛争", "条約", "議定書", "宣言", "憲章",
-    "博覧会", "五輪", "祭", "杯", "カップ", "グランプリ", "フェスティバル",
+    "博覧会", "五輪", "祭", "杯", "カップ", "グランプリ", "フェスティバル", "オリンピック", "トーナメント",
 )  # fmt: skip
 # A Japanese compound's ending and the type it gives (the three lists share no ending).
 _HEAD_ENDINGS = {
@@ -82,9 +105,17 @@ _HEAD_ENDINGS = {
     **{e: OTHER for e in _EVENT_SUFFIX_JA},
 }
 _KATAKANA_OR_LATIN = re.compile(r"[\u30a0-\u30ffA-Za-z]+")
+_KANJI = re.compile(r"[\u4e00-\u9fff々]+")
 _ACRONYM_JA = re.compile(r"[A-Z][A-Z0-9&]{1,7}")
 _REGION_SUFFIX_JA = ("都", "道", "府", "県", "州", "国")
 _PERSON_SUFFIX_JA = frozenset("さん 氏 様 君 ちゃん 殿 ら たち 達".split())
+# Titles and occupations written after a surname ("岡田社長", "サッチャー首相"): not part of the name.
+_TITLES_JA = frozenset(
+    "首相 大統領 社長 監督 選手 会長 議員 知事 市長 町長 村長 教授 博士 夫人 王 皇帝 将軍 元帥 大使 長官 大臣 総裁 "
+    "代表 主席 総理 投手 捕手 内野手 外野手 容疑者 被告 記者 委員長 議長 理事長 校長 院長 所長 部長 課長 店長 艦長 "
+    "隊長 団長 司令官 作家 画家 漫画家 俳優 女優 歌手 作曲家 副大統領 首席 書記 書記長 中将 少将 大将 大佐 中佐 少佐 "
+    "大尉 中尉 少尉 元首 天皇 皇后 皇太子 親王 殿下 陛下 法王 教皇 師 先生 弁護士 医師 主将 騎手 棋士 横綱 大関 関脇".split()
+)
 _PROPER_CLASS = {"人名": PERSON, "地名": PLACE, "組織": ORGANIZATION}
 _CAP_SEQ = re.compile(
     r"\b(?:[A-Z][\w’'\-]*|[A-Z]{2,})(?:\.?\s+(?:(?:of|de|da|del|von|van|der|du|la|le)\s+)?(?:[A-Z][\w’'\-]*))*"
@@ -115,6 +146,7 @@ class NameSpan(NamedTuple):
     end: int
     rule_type: str  # the word-list rules' type
     titled: bool  # a personal title precedes it ("Dr.", "Queen")
+    known: bool = False  # its own words settle its type (`EntityExtractor.sure_type`)
 
 
 TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a headline, not a name
@@ -122,7 +154,7 @@ TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a he
 
 # Bumped whenever the rules find or type names differently (an index extracted by older rules is then
 # re-extracted by `bench`, and `index info` shows which extraction an index holds).
-RULES_REVISION = 2
+RULES_REVISION = 3
 
 
 def extraction_version(typer: SpanTyper | None) -> str:
@@ -190,7 +222,7 @@ class EntityExtractor:
             elif casing_informative(sentence):
                 found = self._english(unicodedata.normalize("NFKC", sentence))
             else:
-                continue
+                found = self.case_free(unicodedata.normalize("NFKC", sentence))
             out.extend(Mention(normalize_name(s), s, t, start, end) for s, t in found)
         return _resolve_aliases(out)
 
@@ -210,6 +242,26 @@ class EntityExtractor:
             found = self._english_title(unicodedata.normalize("NFKC", title).strip())
         return [Mention(normalize_name(s), s, t, -1, -1) for s, t in found]
 
+    @staticmethod
+    def case_free(sentence: str) -> list[tuple[str, str]]:
+        """Names the lexicon knows (countries, regions, languages, nationalities, religions), found in a
+        sentence whose letter case says nothing: the longest match at each word, left to right."""
+        names = case_free_names()
+        longest = max(map(len, names), default=0)
+        words = [(m.start(), m.end(), m.group().lower()) for m in TOKEN_PATTERN.finditer(sentence)]
+        found: list[tuple[str, str]] = []
+        i = 0
+        while i < len(words):
+            for n in range(min(longest, len(words) - i), 0, -1):
+                kind = names.get(tuple(w for _s, _e, w in words[i : i + n]))
+                if kind is not None:
+                    found.append((sentence[words[i][0] : words[i + n - 1][1]], kind))
+                    i += n
+                    break
+            else:
+                i += 1
+        return found
+
     def _english_title(self, text: str) -> list[tuple[str, str]]:
         if casing_informative(text):
             return self._english(text, title_case=True)
@@ -218,16 +270,18 @@ class EntityExtractor:
         text = _DISAMBIGUATION.sub("", text)
         if len(text) < 2 or len(text.split()) > TITLE_NAME_MAX_WORDS:
             return []
-        if self._typer is None:
-            return [(text, OTHER)]
+        known = packaged_lexicon().get(text.lower())
+        if known is not None or self._typer is None:
+            return [(text, known or OTHER)]
         return [(text, self._typer.type_of(span_features(text, 0, len(text), OTHER, casing=False)))]
 
     def _english(self, sentence: str, title_case: bool = False) -> list[tuple[str, str]]:
         found = []
         for span in self.english_spans(sentence, title_case):
             kind = span.rule_type
-            # A personal title ("Dr.", "Queen") says person more surely than anything the typer reads.
-            if self._typer is not None and not span.titled:
+            # A personal title ("Dr.", "Queen") says person, and a name the lexicon knows says its type,
+            # more surely than anything the typer reads.
+            if self._typer is not None and not span.titled and not span.known:
                 kind = self._typer.type_of(span_features(sentence, span.start, span.end, kind, casing=True))
             found.append((span.name, kind))
         return found
@@ -258,18 +312,34 @@ class EntityExtractor:
             # after it (closing punctuation).
             end = match.end() - (len(match.group().rstrip()) - len(match.group().rstrip().rstrip(".,;:")))
             end = max(end, begin + 1)
-            found.append(NameSpan(phrase, begin, end, self.rule_type(words, sentence[:begin], title), title))
+            kind = self.rule_type(words, sentence[:begin], title)
+            found.append(NameSpan(phrase, begin, end, kind, title, self.sure_type(words) is not None))
         return found
 
     @staticmethod
-    def rule_type(words: list[str], before: str, title: bool) -> str:
+    def sure_type(words: list[str]) -> str | None:
+        """The type a name's own words settle: the lexicon knows the whole name (a country, a language, a
+        nationality), or its head word says what it is ("... University", "... War II", "... Bridge")."""
         lowered = [w.lower().rstrip(".,") for w in words]
+        known = packaged_lexicon().get(" ".join(lowered))
+        if known is not None:
+            return known
         if lowered[-1] in _ORG_SUFFIX_EN or (lowered[0] in _ORG_SUFFIX_EN and "of" in lowered):
             return ORGANIZATION
+        head = lowered[-2] if len(lowered) > 1 and _SEQUEL.match(lowered[-1]) else lowered[-1]
+        if head in _EVENT_SUFFIX_EN:
+            return OTHER
+        if lowered[-1] in _PLACE_SUFFIX_EN or (len(lowered) > 1 and lowered[0] in _PLACE_PREFIX_EN):
+            return PLACE
+        return None
+
+    @classmethod
+    def rule_type(cls, words: list[str], before: str, title: bool) -> str:
+        sure = cls.sure_type(words)
+        if sure is not None:
+            return sure
         if title:
             return PERSON
-        if lowered[-1] in _EVENT_SUFFIX_EN:
-            return OTHER
         previous = before.rstrip().split()[-1].lower() if before.strip() else ""
         if previous in _PLACE_PREP:
             return PLACE
@@ -287,9 +357,10 @@ class EntityExtractor:
             while run and (run[-1][0] == "・" or (run[-1][1][2] == "サ変可能" and not _head_type(run))):
                 run.pop()
             if run and any(pos[1] == "固有名詞" for _s, pos in run):
-                surface = "".join(s for s, _p in run)
+                name = run if _head_type(run) else _proper_core(run)
+                surface = "".join(s for s, _p in name)
                 if len(surface) >= 2:
-                    found.append((surface, PERSON if honorific else _japanese_type(run)))
+                    found.append((surface, PERSON if honorific else _japanese_type(name)))
             run.clear()
 
         for surface, _norm, pos, _b, _e in self._analyzer.japanese.morphemes(sentence):
@@ -297,7 +368,10 @@ class EntityExtractor:
             if pos[0] == "接尾辞" and surface in _PERSON_SUFFIX_JA:
                 flush(honorific=bool(run) and run[-1][1][2] == "人名")  # "田中さん", "豊田らが"
             elif surface == "・" and run:
-                run.append((surface, pos))  # katakana names: "ノーマン・フォスター"
+                if _KATAKANA_OR_LATIN.fullmatch(run[-1][0]):
+                    run.append((surface, pos))  # katakana names: "ノーマン・フォスター"
+                else:
+                    flush()  # a list: "フランスのミッテラン大統領・イギリスのサッチャー首相"
             elif noun and run and _place_boundary(run, pos):
                 flush()  # an address: "埼玉県" then "久喜市", two places
                 run.append((surface, pos))
@@ -312,6 +386,30 @@ class EntityExtractor:
 def _place_boundary(run: list[tuple[str, tuple[str, ...]]], pos: tuple[str, ...]) -> bool:
     last_surface, last = run[-1]
     return last[2] == "地名" and pos[2] == "地名" and last_surface.endswith(_REGION_SUFFIX_JA)
+
+
+def _proper_core(run: list[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
+    """A run of nouns without a name-forming ending, less the kanji common nouns that describe a person or a
+    place named inside it ("地元中国", "日本企業", "サッチャー首相", "軍人エフィム・…"). Katakana and Latin
+    words stay (they are most often part of the name: "東京オリンピック", "サンフランシスコ・ジャイアンツ"),
+    and so do the words around an organisation's name ("共産党文化部")."""
+    proper = [i for i, (_s, pos) in enumerate(run) if pos[1] == "固有名詞"]
+    first, last = proper[0], proper[-1]
+    while first > 0 and _describes(run, first - 1, run[first][1]):
+        first -= 1
+    while last < len(run) - 1 and _describes(run, last + 1, run[last][1]):
+        last += 1
+    return run[first : last + 1]
+
+
+def _describes(run: list[tuple[str, tuple[str, ...]]], i: int, name: tuple[str, ...]) -> bool:
+    """Whether run[i] is part of the name next to it (not a kanji common noun around a person or a place).
+    After a surname, kanji the dictionary does not know as a given name are one ("徐" "平"), a title
+    is not ("岡田" "社長")."""
+    surface, pos = run[i]
+    if pos[1] != "普通名詞" or name[2] not in ("人名", "地名") or not _KANJI.fullmatch(surface):
+        return True
+    return name[3:4] == ("姓",) and i > 0 and run[i - 1][1] == name and surface not in _TITLES_JA
 
 
 def _head_type(run: list[tuple[str, tuple[str, ...]]]) -> str | None:

@@ -22,13 +22,14 @@ from pathlib import Path
 import numpy as np
 
 FOLDER = Path(__file__).parent / "entity_typer"
+LEXICON = FOLDER / "lexicon.json"  # names whose type a list knows (countries, languages, nationalities…)
 _WINDOW = 48  # characters either side of a name read for its neighbours
-_TOKEN = re.compile(r"\w+(?:[’'\-.]\w+)*|[^\w\s]")
+TOKEN_PATTERN = re.compile(r"\w+(?:[’'\-.]\w+)*|[^\w\s]")
 
 
 def tokens(text: str) -> list[str]:
     """Words and punctuation marks, lower-cased (the features' units)."""
-    return _TOKEN.findall(text.lower())
+    return TOKEN_PATTERN.findall(text.lower())
 
 
 def span_features(sentence: str, start: int, end: int, rule_type: str, casing: bool) -> list[str]:
@@ -130,3 +131,33 @@ class SpanTyper:
 def packaged_typer() -> SpanTyper:
     """The weights that ship with the package, read once per process (read-only afterwards)."""
     return SpanTyper.load(FOLDER)
+
+
+@cache
+def _lexicon_file() -> dict[str, list[str]]:
+    data: dict[str, list[str]] = json.loads(LEXICON.read_text(encoding="utf-8"))
+    return data
+
+
+@cache
+def packaged_lexicon() -> dict[str, str]:
+    """Lower-cased name -> type for the names the rules type from a list (written by the fitting script)."""
+    data = _lexicon_file()
+    return {
+        **{name: "place" for name in data["place"]},
+        **{name: "other" for name in data["other"] + data["otherCased"]},
+    }
+
+
+@cache
+def case_free_names() -> dict[tuple[str, ...], str]:
+    """The lexicon's names that text without letter case still shows (not ordinary words such as
+    "turkey"), as word tuples -> type."""
+    skip = set(_lexicon_file()["notCaseFree"])
+    return {tuple(tokens(n)): kind for n, kind in packaged_lexicon().items() if n not in skip and tokens(n)}
+
+
+def reload_lexicon() -> None:
+    """Read `lexicon.json` again (the fitting script rewrites it)."""
+    for cached in (_lexicon_file, packaged_lexicon, case_free_names):
+        cached.cache_clear()
