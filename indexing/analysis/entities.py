@@ -48,7 +48,10 @@ _TITLES_EN = frozenset(
 _EVENT_SUFFIX_EN = frozenset(
     (
         "prize award awards war wars act treaty protocol test games olympics revolution restoration conference "
-        "championship championships cup festival expedition crisis massacre rebellion uprising battle"
+        "championship championships cup festival expedition crisis massacre rebellion uprising battle "
+        # and things made or found: machines, systems, results named after someone
+        "engine engines machine machines system theorem equation algorithm principle effect paradox "
+        "hypothesis conjecture syndrome"
     ).split()
 )
 # A name ending in one of these is a place: natural features, settlements and buildings.
