@@ -143,6 +143,17 @@ def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
     assert link_title_spans(chunks[3:]) == chunks[3:]  # one-word titles only: nothing to link
 
 
+def test_lexicon_names_in_text_without_case_type_their_chunk_but_make_no_node() -> None:
+    """A country found in an all-capitals sentence types the chunk (the filter column) but joins no passage
+    in the graph; written with capitals, the same name is a node as before."""
+    upper = _chunk("u", "", "THE TREATY WAS SIGNED IN FRANCE BY TWO ENVOYS.")
+    cased = _chunk("c", "", "The treaty was signed in France by two envoys.")
+    assert {(m.key, m.type) for m in upper.mentions} == {("france", "place")}
+    by_key = {e.name.lower(): e for e in build_graph([upper, cased]).entities}
+    assert by_key["france"].chunk_ids == ["c"]
+    assert "france" not in {e.name.lower() for e in build_graph([upper]).entities}
+
+
 def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
     path = versions.current_version(sample_index).path / "graph"
     graph, vectors = GraphData.load(path)
