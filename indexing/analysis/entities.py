@@ -398,17 +398,18 @@ def _proper_core(run: list[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tupl
     and so do the words around an organisation's name ("共産党文化部")."""
     proper = [i for i, (_s, pos) in enumerate(run) if pos[1] == "固有名詞"]
     first, last = proper[0], proper[-1]
-    while first > 0 and _describes(run, first - 1, run[first][1]):
+    first_name, last_name = run[first][1], run[last][1]
+    while first > 0 and _part_of_name(run, first - 1, first_name):
         first -= 1
-    while last < len(run) - 1 and _describes(run, last + 1, run[last][1]):
+    while last < len(run) - 1 and _part_of_name(run, last + 1, last_name):
         last += 1
     return run[first : last + 1]
 
 
-def _describes(run: list[tuple[str, tuple[str, ...]]], i: int, name: tuple[str, ...]) -> bool:
-    """Whether run[i] is part of the name next to it (not a kanji common noun around a person or a place).
-    After a surname, kanji the dictionary does not know as a given name are one ("徐" "平"), a title
-    is not ("岡田" "社長")."""
+def _part_of_name(run: list[tuple[str, tuple[str, ...]]], i: int, name: tuple[str, ...]) -> bool:
+    """Whether run[i] belongs to the proper noun `name` next to it: not a kanji common noun around a person or
+    a place. After a surname, kanji the dictionary does not know as a given name are one ("徐" "平"), a
+    title is not ("岡田" "社長")."""
     surface, pos = run[i]
     if pos[1] != "普通名詞" or name[2] not in ("人名", "地名") or not _KANJI.fullmatch(surface):
         return True
