@@ -292,8 +292,8 @@ def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
 
 def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities."""
-    chunks = link_title_spans(link_corpus_phrases(link_title_names(list(chunks))))
-    chunks = [_graph_mentions(c) for c in chunks]
+    # The lexicon's case-free names leave before the links: a title's name found in case-less text stays.
+    chunks = link_title_spans(link_corpus_phrases(link_title_names([_graph_mentions(c) for c in chunks])))
     types: dict[str, Counter[str]] = defaultdict(Counter)
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     entity_chunks: dict[str, dict[str, None]] = defaultdict(dict)
