@@ -24,6 +24,7 @@ from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.analysis.span_typer import (
     TOKEN_PATTERN,
     SpanTyper,
+    case_free_longest,
     case_free_names,
     packaged_lexicon,
     packaged_typer,
@@ -249,8 +250,7 @@ class EntityExtractor:
     def case_free(sentence: str) -> list[tuple[str, str]]:
         """Names the lexicon knows (countries, regions, languages, nationalities, religions), found in a
         sentence whose letter case says nothing: the longest match at each word, left to right."""
-        names = case_free_names()
-        longest = max(map(len, names), default=0)
+        names, longest = case_free_names(), case_free_longest()
         words = [(m.start(), m.end(), m.group().lower()) for m in TOKEN_PATTERN.finditer(sentence)]
         found: list[tuple[str, str]] = []
         i = 0
@@ -315,8 +315,9 @@ class EntityExtractor:
             # after it (closing punctuation).
             end = match.end() - (len(match.group().rstrip()) - len(match.group().rstrip().rstrip(".,;:")))
             end = max(end, begin + 1)
-            kind = self.rule_type(words, sentence[:begin], title)
-            found.append(NameSpan(phrase, begin, end, kind, title, self.sure_type(words) is not None))
+            sure = self.sure_type(words)
+            kind = sure if sure is not None else self._context_type(words, sentence[:begin], title)
+            found.append(NameSpan(phrase, begin, end, kind, title, sure is not None))
         return found
 
     @staticmethod
@@ -339,8 +340,12 @@ class EntityExtractor:
     @classmethod
     def rule_type(cls, words: list[str], before: str, title: bool) -> str:
         sure = cls.sure_type(words)
-        if sure is not None:
-            return sure
+        return sure if sure is not None else cls._context_type(words, before, title)
+
+    @staticmethod
+    def _context_type(words: list[str], before: str, title: bool) -> str:
+        """The rules' type where a name's own words settle none: a title, a preceding place preposition,
+        the shape of a personal name."""
         if title:
             return PERSON
         previous = before.rstrip().split()[-1].lower() if before.strip() else ""
@@ -360,10 +365,11 @@ class EntityExtractor:
             while run and (run[-1][0] == "・" or (run[-1][1][2] == "サ変可能" and not _head_type(run))):
                 run.pop()
             if run and any(pos[1] == "固有名詞" for _s, pos in run):
-                name = run if _head_type(run) else _proper_core(run)
+                head = _head_type(run)
+                name = run if head else _proper_core(run)
                 surface = "".join(s for s, _p in name)
                 if len(surface) >= 2:
-                    found.append((surface, PERSON if honorific else _japanese_type(name)))
+                    found.append((surface, PERSON if honorific else head or _japanese_type(name)))
             run.clear()
 
         for surface, _norm, pos, _b, _e in self._analyzer.japanese.morphemes(sentence):

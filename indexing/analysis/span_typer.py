@@ -157,7 +157,13 @@ def case_free_names() -> dict[tuple[str, ...], str]:
     return {tuple(tokens(n)): kind for n, kind in packaged_lexicon().items() if n not in skip and tokens(n)}
 
 
+@cache
+def case_free_longest() -> int:
+    """The most words a case-free name has (how far a match may reach)."""
+    return max(map(len, case_free_names()), default=0)
+
+
 def reload_lexicon() -> None:
     """Read `lexicon.json` again (the fitting script rewrites it)."""
-    for cached in (_lexicon_file, packaged_lexicon, case_free_names):
+    for cached in (_lexicon_file, packaged_lexicon, case_free_names, case_free_longest):
         cached.cache_clear()
