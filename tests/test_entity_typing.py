@@ -81,7 +81,9 @@ def test_typer_weights_round_trip_and_name_themselves(tmp_path: Path) -> None:
     typer = packaged_typer()
     typer.save(tmp_path / "t", {"note": "copy"})
     again = SpanTyper.load(tmp_path / "t")
-    assert again.version == typer.version and TYPED.version == f"rules-{RULES_REVISION}+{typer.version}"
+    assert again.version == typer.version and TYPED.version.startswith(
+        f"rules-{RULES_REVISION}+{typer.version}+"
+    )
     assert RULES.version == f"rules-{RULES_REVISION}"
     features = span_features("He joined Goldman Sachs in 1999.", 10, 23, "person", casing=True)
     assert np.allclose(again.scores(features), typer.scores(features))
@@ -309,3 +311,66 @@ def test_the_lexicon_is_what_the_fitting_script_writes() -> None:
     assert {"france", "japan", "new zealand", "bosnia and herzegovina", "asia"} <= set(shipped["place"])
     assert {"french", "japanese", "hindi", "americans", "muslim"} <= set(shipped["other"])
     assert "turkey" in shipped["place"] and "turkey" in shipped["notCaseFree"]
+
+
+def test_the_tagger_finds_names_in_text_without_letter_case() -> None:
+    """All-lower and all-capitals sentences get the same names, typed, where the rules see none."""
+    sentence = "yesterday barack obama met angela merkel at the white house in washington."
+    lower = _types(TYPED, sentence)
+    assert lower == {"barack obama": "person", "angela merkel": "person", "washington": "place"} | {
+        k: v for k, v in lower.items() if k == "white house"
+    }
+    assert _types(TYPED, sentence.upper()) == {k.upper(): v for k, v in lower.items()}
+    assert _types(RULES, sentence) == {"washington": "place"}  # the lexicon's name alone
+
+
+def test_extract_many_is_extract_of_each_text() -> None:
+    texts = [
+        "he worked for microsoft in seattle. Later he met Bill Gates in Redmond.",
+        "東京大学の研究者が京都で発表した。",
+        "",
+        "THE UNITED NATIONS MET IN GENEVA.",
+    ]
+    assert TYPED.extract_many(texts) == [TYPED.extract(t) for t in texts]
+
+
+def test_the_packaged_tagger_names_its_weights() -> None:
+    """The extraction version carries the tagger's digest, and the digest is the shipped weights'."""
+    import hashlib
+
+    from hybridrag.indexing.analysis.name_tagger import FOLDER, packaged_tagger
+
+    tagger = packaged_tagger()
+    assert tagger is not None
+    digest = hashlib.sha256((FOLDER / "weights.npz").read_bytes()).hexdigest()[:12]
+    assert tagger.version == f"tagger-{digest}"
+    assert TYPED.version.endswith(tagger.version) and tagger.version not in RULES.version
+
+
+def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
+    """The fitting script on a tiny training file: same seed, same adapters; the tagger it writes loads."""
+    from hybridrag.benchmarks.fit_entity_tagger import fit as fit_tagger
+    from hybridrag.indexing.analysis.name_tagger import NameTagger
+
+    rows = [
+        ("John Smith works for Acme Corp in Boston .", ["B-PER", "I-PER", "O", "O", "B-ORG", "I-ORG", "O", "B-LOC", "O"]),
+        ("Mary Jones visited Paris with Globex Inc .", ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG", "O"]),
+    ] * 4  # fmt: skip
+    conll = tmp_path / "train.conll"
+    conll.write_text(
+        "\n".join(
+            "\n".join(f"{i}\t{w}\t{t}" for i, (w, t) in enumerate(zip(text.split(), tags, strict=True)))
+            + "\n"
+            for text, tags in rows
+        ),
+        "utf-8",
+    )
+    first = fit_tagger(conll, tmp_path / "a", epochs=1)
+    second = fit_tagger(conll, tmp_path / "b", epochs=1)
+    assert first["digest"] == second["digest"] and first["sentences"] == 8
+    a, b = np.load(tmp_path / "a" / "weights.npz"), np.load(tmp_path / "b" / "weights.npz")
+    assert a.files == b.files and "head.weight" in a.files
+    assert all(np.array_equal(a[k], b[k]) for k in a.files)
+    tags = NameTagger(tmp_path / "a").tag(["john smith works for acme corp in boston .", ""])
+    assert len(tags) == 2 and tags[1] == []
+    assert all(0 <= t.start < t.end <= 42 for t in tags[0])

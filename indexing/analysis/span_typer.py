@@ -153,8 +153,15 @@ def packaged_lexicon() -> dict[str, str]:
 def case_free_names() -> dict[tuple[str, ...], str]:
     """The lexicon's names that text without letter case still shows (not ordinary words such as
     "turkey"), as word tuples -> type."""
-    skip = set(_lexicon_file()["notCaseFree"])
+    skip = ordinary_words()
     return {tuple(tokens(n)): kind for n, kind in packaged_lexicon().items() if n not in skip and tokens(n)}
+
+
+@cache
+def ordinary_words() -> frozenset[str]:
+    """The lexicon's names that are also ordinary English words ("turkey", "polish", "china"): in text
+    without letter case nothing tells which is meant."""
+    return frozenset(_lexicon_file()["notCaseFree"])
 
 
 @cache
@@ -165,5 +172,5 @@ def case_free_longest() -> int:
 
 def reload_lexicon() -> None:
     """Read `lexicon.json` again (the fitting script rewrites it)."""
-    for cached in (_lexicon_file, packaged_lexicon, case_free_names, case_free_longest):
+    for cached in (_lexicon_file, packaged_lexicon, ordinary_words, case_free_names, case_free_longest):
         cached.cache_clear()

@@ -31,7 +31,6 @@ import numpy as np
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
 from hybridrag.indexing.analysis.entities import OTHER, TITLE_NAME_MAX_WORDS, Mention, casing_informative
 from hybridrag.indexing.analysis.phrases import NameDictionary, corpus_phrases
-from hybridrag.indexing.analysis.span_typer import packaged_lexicon
 from hybridrag.indexing.analysis.text import content_hash, has_japanese
 
 GRAPH_JSON = "graph.json"
@@ -40,7 +39,7 @@ GRAPH_JSON = "graph.json"
 # 3: mentions are also linked to the title entities whose names they contain (`link_title_spans`).
 # 4: document titles' names are found in the text whatever its letter case (`link_title_names`).
 # 5: so are the corpus' case-free phrases (`link_corpus_phrases`).
-# 6: the lexicon's names found in text without letter case type their chunks but make no node
+# 6: the names found in English text without letter case type their chunks but make no node
 # (`_graph_mentions`).
 GRAPH_FORMAT = 6
 TITLE_SPAN_MIN_WORDS = 2
@@ -275,19 +274,22 @@ def _with_names(chunks: Sequence[ChunkMentions], names: dict[str, str], proper: 
 
 
 def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
-    """The chunk without the lexicon's names (countries, languages, nationalities) that a sentence without
-    letter case showed. They type the chunk for filters, but as nodes they joined case-less passages that
-    share only a country or a nationality: on HotpotQA-100 upper-cased the graph alone fell from 0.932 to
-    0.920 nDCG@10 with them (in cased text, where people and organisations are nodes too, they help)."""
-    lexicon = packaged_lexicon()
+    """The chunk without the names that English sentences without letter case showed (the lexicon's
+    countries, languages and nationalities, and the name tagger's people, organisations and places). They
+    type the chunk for filters, but as nodes the lexicon's names joined case-less passages that share only a
+    country or a nationality: on HotpotQA-100 upper-cased the graph alone fell from 0.932 to 0.920 nDCG@10
+    with them (in cased text, where people and organisations are nodes too, they help). The graph of such
+    text comes from the corpus' titles and phrases (`link_title_names`, `link_corpus_phrases`)."""
     kept = [
         m
         for m in chunk.mentions
-        if m.sentence_start < 0
-        or m.key not in lexicon
-        or casing_informative(chunk.text[m.sentence_start : m.sentence_end])
+        if m.sentence_start < 0 or _cased_or_japanese(chunk.text[m.sentence_start : m.sentence_end])
     ]
     return chunk if len(kept) == len(chunk.mentions) else replace(chunk, mentions=kept)
+
+
+def _cased_or_japanese(sentence: str) -> bool:
+    return casing_informative(sentence) or has_japanese(sentence)
 
 
 def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:

