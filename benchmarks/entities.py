@@ -167,6 +167,7 @@ def run_entities(
     def extract(texts: list[str]) -> list[list[tuple[str, str]]]:
         return [[(m.surface, m.type) for m in found] for found in extractor.extract_many(texts)]
 
+    extractor.extract_many(["warm-up: the tagger loads on its first case-less sentence."])
     results = {}
     for casing in casings:
         change = CASINGS[casing]

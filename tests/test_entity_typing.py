@@ -374,3 +374,28 @@ def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
     tags = NameTagger(tmp_path / "a").tag(["john smith works for acme corp in boston .", ""])
     assert len(tags) == 2 and tags[1] == []
     assert all(0 <= t.start < t.end <= 42 for t in tags[0])
+
+
+def test_only_sentences_without_letter_case_reach_the_tagger() -> None:
+    """Cased English, Japanese and letterless fragments never cost a tagger pass; a repeated sentence one."""
+    from hybridrag.indexing.analysis.name_tagger import Tag
+
+    class Recording:
+        version = "tagger-test"
+
+        def __init__(self) -> None:
+            self.seen: list[list[str]] = []
+
+        def tag(self, texts: list[str]) -> list[list[Tag]]:
+            self.seen.append(list(texts))
+            return [[Tag(0, 3, "person", 0.9)] if t.startswith("zoe ") else [] for t in texts]
+
+    recording = Recording()
+    extractor = EntityExtractor(ANALYZER, tagger=recording)  # type: ignore[arg-type]
+    found = extractor.extract_many(
+        ["Alice Smith met Bob in Paris. 561. 3).", "zoe met bob. 東京に行った。", "zoe met bob."]
+    )
+    assert recording.seen == [["zoe met bob."]]
+    assert [m.surface for m in found[1]] == ["zoe", "東京"] and [m.surface for m in found[2]] == ["zoe"]
+    assert "Alice Smith" in {m.surface for m in found[0]}
+    assert extractor.version.endswith("+tagger-test")

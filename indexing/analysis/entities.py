@@ -168,6 +168,7 @@ RULES_REVISION = 3
 # tagger typing their names reached 0.649 against 0.606 at ~280 sentences/s, a build ~20x slower than the
 # rules (SciFact), so it reads only the sentences the rules cannot.
 TAG_MIN_CONFIDENCE = 0.75
+_WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
 
 def extraction_version(typer: SpanTyper | None, tagger: NameTagger | None = None) -> str:
@@ -242,31 +243,34 @@ class EntityExtractor:
     def extract_many(self, texts: Sequence[str]) -> list[list[Mention]]:
         """`extract` of each text; the tagger reads their sentences without letter case together, in
         batches (sentences with letter case never reach it: see `TAG_MIN_CONFIDENCE`)."""
-        plan: list[list[tuple[int, int, str, int]]] = []
+        plan: list[list[tuple[int, int, str, str]]] = []
         caseless: list[str] = []
         for text in texts:
             sentences = []
             for start, end in split_sentences(text):
                 sentence = text[start:end]
-                at = -1
-                if not has_japanese(sentence):
+                how = "japanese" if has_japanese(sentence) else "cased"
+                if how == "cased":
                     sentence = unicodedata.normalize("NFKC", sentence)
                     if not casing_informative(sentence):
-                        at = len(caseless)
-                        caseless.append(sentence)
-                sentences.append((start, end, sentence, at))
+                        how = "caseless"
+                        # Numbers and punctuation between sentences ("561.", "3).") name nothing.
+                        if _WORD_RUN.search(sentence):
+                            caseless.append(sentence)
+                sentences.append((start, end, sentence, how))
             plan.append(sentences)
-        tagged = self._tagger.tag(caseless) if self._tagger is not None else [[] for _ in caseless]
+        unique = list(dict.fromkeys(caseless))  # a repeated sentence is read once
+        tagged = dict(zip(unique, self._tagger.tag(unique), strict=True)) if self._tagger is not None else {}
         out = []
         for sentences in plan:
             mentions: list[Mention] = []
-            for start, end, sentence, at in sentences:
-                if at >= 0:
-                    found = self._case_free(sentence, tagged[at])
-                elif has_japanese(sentence):
+            for start, end, sentence, how in sentences:
+                if how == "japanese":
                     found = self.japanese(sentence)
-                else:
+                elif how == "cased":
                     found = self._english(sentence)
+                else:
+                    found = self._case_free(sentence, tagged.get(sentence, ()))
                 mentions.extend(Mention(normalize_name(s), s, t, start, end) for s, t in found)
             out.append(_resolve_aliases(mentions))
         return out

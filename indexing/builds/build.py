@@ -466,10 +466,10 @@ class IndexBuilder:
                     title_mentions = {
                         d.doc_id: extractor.extract_title(d.title) for d in docs if d.doc_id in title_docs
                     }
-                    batches = [extract[i : i + EXTRACT_BATCH] for i in range(0, len(extract), EXTRACT_BATCH)]
-                    for batch in self._progress(batches, "entities", len(batches)):
-                        found = extractor.extract_many([c.text for c in batch])
-                        for c, chunk_mentions in zip(batch, found, strict=True):
+                    pieces = [extract[i : i + EXTRACT_BATCH] for i in range(0, len(extract), EXTRACT_BATCH)]
+                    for piece in self._progress(pieces, "entities", len(pieces)):
+                        found = extractor.extract_many([c.text for c in piece])
+                        for c, chunk_mentions in zip(piece, found, strict=True):
                             mentions[c.chunk_id] = title_mentions[c.doc_id] + chunk_mentions
                 for c in extract:
                     types = sorted({m.type for m in mentions[c.chunk_id]})
