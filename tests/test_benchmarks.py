@@ -372,7 +372,8 @@ def test_bench_entities_scores_conll_and_jsonl(tmp_path: Path) -> None:
     report = json.loads(out.read_text("utf-8"))["results"]
     assert report["original"]["untyped"]["recall"] == 1.0
     assert report["original"]["perType"]["person"]["f1"] == 1.0
-    assert report["lower"]["untyped"]["f1"] == 0.0 and report["lower"]["sentences"] == 1
+    # Without capitals the name tagger still finds the person and the city.
+    assert report["lower"]["untyped"]["f1"] >= 0.5 and report["lower"]["sentences"] == 1
     assert "| upper |" in out.with_suffix(".md").read_text("utf-8")
     result = CliRunner().invoke(
         app, ["bench", "entities", "--dataset", str(jsonl), "--casings", "original", "--out", str(out)]

@@ -277,6 +277,11 @@ def test_neighbour_windows_read_the_tokens_the_whole_sentence_gives() -> None:
             "東京オリンピックで徐平が優勝し、熱田神宮に参拝した。",
             {"東京オリンピック": "other", "徐平": "person", "熱田神宮": "place"},
         ),
+        # Common nouns before a name-forming ending name an institution; one word, or a generic first word, not.
+        (
+            "国防省と自由民主党はノースウェスト航空の件で同社と各省に問い合わせた。",
+            {"国防省": "organization", "自由民主党": "organization", "ノースウェスト航空": "organization"},
+        ),
     ],
 )
 def test_names_whose_own_words_settle_their_type(sentence: str, expected: dict[str, str]) -> None:

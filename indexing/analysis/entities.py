@@ -1,7 +1,8 @@
 """Entity extraction with no LLM and no model download.
 
-* Japanese: Sudachi part-of-speech. Runs of nouns holding a proper noun become one entity; the type comes
-  from the dictionary (人名 person, 地名 place, 組織 organization) or from an organisation suffix (大学, 銀行…).
+* Japanese: Sudachi part-of-speech. Runs of nouns holding a proper noun, or ending in a name-forming head
+  (省, 党, 航空…) after words of their own, become one entity; the type comes from the dictionary (人名
+  person, 地名 place, 組織 organization) or from the head (大学, 銀行… an organisation; 市, 駅… a place).
 * English: capitalised word sequences (with "of"/"de"/"von" inside) and acronyms, typed by rules: an
   organisation suffix or "University of", a personal title, a preceding "in/at/from" for places, and
   two or three capitalised words otherwise read as a person's name. Only where letter case says something
@@ -161,7 +162,7 @@ TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a he
 
 # Bumped whenever the rules find or type names differently (an index extracted by older rules is then
 # re-extracted by `bench`, and `index info` shows which extraction an index holds).
-RULES_REVISION = 3
+RULES_REVISION = 4
 # Tags below this mean probability are left out: the tagger, fitted on WikiANN's name-dense fragments, also
 # tags ordinary noun phrases. On the English dev file lower-cased (typed F1): all tags 0.474, >= 0.6 0.518,
 # >= 0.7 0.540, >= 0.8 0.548. In text with letter case the capitalisation rules and the span typer stay: the
@@ -412,7 +413,7 @@ class EntityExtractor:
             # A verbal noun after a name is what the name did ("...主演", "...移籍"), not part of it.
             while run and (run[-1][0] == "・" or (run[-1][1][2] == "サ変可能" and not _head_type(run))):
                 run.pop()
-            if run and any(pos[1] == "固有名詞" for _s, pos in run):
+            if run and (any(pos[1] == "固有名詞" for _s, pos in run) or _common_named(run)):
                 head = _head_type(run)
                 name = run if head else _proper_core(run)
                 surface = "".join(s for s, _p in name)
@@ -438,6 +439,24 @@ class EntityExtractor:
                 flush()
         flush()
         return found
+
+
+def _common_named(run: list[tuple[str, tuple[str, ...]]]) -> bool:
+    """Whether a run of common nouns names something by its head ending: "国防省", "自由民主党",
+    "ノースウェスト航空" hold no proper noun in Sudachi's dictionary, yet their ending (a ministry, a party,
+    an airline) and the words before it make a name; "同社" (one word), "各省" (a generic first word) do not."""
+    if len(run) < 2 or run[0][0] in _GENERIC_JA or _head_type(run) is None:
+        return False
+    surface = "".join(s for s, _p in run).lower()
+    ending = max((e for e in _HEAD_ENDINGS if surface.endswith(e)), key=len, default="")
+    return len(surface) - len(ending) >= 2
+
+
+# First words that make a compound generic ("同社" that company, "各省" every ministry, "地元企業").
+_GENERIC_JA = frozenset(
+    "同 本 各 当 子 親 前 元 旧 新 全 両 他 某 大手 地元 自 我が 現 次 同じ 各地 地方 一部 中央 国内 海外 外国 "
+    "民間".split()
+)
 
 
 def _place_boundary(run: list[tuple[str, tuple[str, ...]]], pos: tuple[str, ...]) -> bool:
