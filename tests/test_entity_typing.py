@@ -92,14 +92,16 @@ def test_typer_weights_round_trip_and_name_themselves(tmp_path: Path) -> None:
         SpanTyper({"a": 0}, np.zeros((2, 4)), np.zeros(4), typer.classes)
 
 
-def test_fitting_learns_the_training_names_and_is_reproducible(tmp_path: Path) -> None:
-    rows = [
-        ("John Smith works for Acme Corp in Boston .", ["B-PER", "I-PER", "O", "O", "B-ORG", "I-ORG", "O", "B-LOC", "O"]),
-        ("Mary Jones visited Paris with Globex Inc .", ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG", "O"]),
-        ("The Olympics were held in Rome by Initech .", ["O", "O", "O", "O", "O", "B-LOC", "O", "B-ORG", "O"]),
-    ] * 5  # fmt: skip
-    conll = tmp_path / "train.conll"
-    conll.write_text(
+_TRAINING_ROWS = [
+    ("John Smith works for Acme Corp in Boston .", ["B-PER", "I-PER", "O", "O", "B-ORG", "I-ORG", "O", "B-LOC", "O"]),
+    ("Mary Jones visited Paris with Globex Inc .", ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG", "O"]),
+    ("The Olympics were held in Rome by Initech .", ["O", "O", "O", "O", "O", "B-LOC", "O", "B-ORG", "O"]),
+]  # fmt: skip
+
+
+def _training_file(path: Path, rows: list[tuple[str, list[str]]]) -> Path:
+    """A CoNLL file (index, token, BIO tag) of `rows`."""
+    path.write_text(
         "\n".join(
             "\n".join(f"{i}\t{w}\t{t}" for i, (w, t) in enumerate(zip(text.split(), tags, strict=True)))
             + "\n"
@@ -107,6 +109,11 @@ def test_fitting_learns_the_training_names_and_is_reproducible(tmp_path: Path) -
         ),
         "utf-8",
     )
+    return path
+
+
+def test_fitting_learns_the_training_names_and_is_reproducible(tmp_path: Path) -> None:
+    conll = _training_file(tmp_path / "train.conll", _TRAINING_ROWS * 5)
     from hybridrag.benchmarks.entities import read_conll
 
     features, labels = examples(read_conll(conll))
@@ -357,19 +364,7 @@ def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
     from hybridrag.benchmarks.fit_entity_tagger import fit as fit_tagger
     from hybridrag.indexing.analysis.name_tagger import NameTagger
 
-    rows = [
-        ("John Smith works for Acme Corp in Boston .", ["B-PER", "I-PER", "O", "O", "B-ORG", "I-ORG", "O", "B-LOC", "O"]),
-        ("Mary Jones visited Paris with Globex Inc .", ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG", "O"]),
-    ] * 4  # fmt: skip
-    conll = tmp_path / "train.conll"
-    conll.write_text(
-        "\n".join(
-            "\n".join(f"{i}\t{w}\t{t}" for i, (w, t) in enumerate(zip(text.split(), tags, strict=True)))
-            + "\n"
-            for text, tags in rows
-        ),
-        "utf-8",
-    )
+    conll = _training_file(tmp_path / "train.conll", _TRAINING_ROWS[:2] * 4)
     first = fit_tagger(conll, tmp_path / "a", epochs=1)
     second = fit_tagger(conll, tmp_path / "b", epochs=1)
     assert first["digest"] == second["digest"] and first["sentences"] == 8
