@@ -115,7 +115,6 @@ _HEAD_ENDINGS = {
 _KATAKANA_OR_LATIN = re.compile(r"[\u30a0-\u30ffA-Za-z]+")
 _KANJI = re.compile(r"[\u4e00-\u9fff々]+")
 _ACRONYM_JA = re.compile(r"[A-Z][A-Z0-9&]{1,7}")
-_REGION_SUFFIX_JA = ("都", "道", "府", "県", "州", "国")
 _PERSON_SUFFIX_JA = frozenset("さん 氏 様 君 ちゃん 殿 ら たち 達".split())
 # Titles and occupations written after a surname ("岡田社長", "サッチャー首相"): not part of the name.
 _TITLES_JA = frozenset(
@@ -162,7 +161,7 @@ TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a he
 
 # Bumped whenever the rules find or type names differently (an index extracted by older rules is then
 # re-extracted by `bench`, and `index info` shows which extraction an index holds).
-RULES_REVISION = 4
+RULES_REVISION = 5
 # Tags below this mean probability are left out: the tagger, fitted on WikiANN's name-dense fragments, also
 # tags ordinary noun phrases. On the English dev file lower-cased (typed F1): all tags 0.474, >= 0.6 0.518,
 # >= 0.7 0.540, >= 0.8 0.548. In text with letter case the capitalisation rules and the span typer stay: the
@@ -430,9 +429,6 @@ class EntityExtractor:
                     run.append((surface, pos))  # katakana names: "ノーマン・フォスター"
                 else:
                     flush()  # a list: "フランスのミッテラン大統領・イギリスのサッチャー首相"
-            elif noun and run and _place_boundary(run, pos):
-                flush()  # an address: "埼玉県" then "久喜市", two places
-                run.append((surface, pos))
             elif noun or (pos[0] == "接尾辞" and run):
                 run.append((surface, pos))
             else:
@@ -457,11 +453,6 @@ _GENERIC_JA = frozenset(
     "同 本 各 当 子 親 前 元 旧 新 全 両 他 某 大手 地元 自 我が 現 次 同じ 各地 地方 一部 中央 国内 海外 外国 "
     "民間".split()
 )
-
-
-def _place_boundary(run: list[tuple[str, tuple[str, ...]]], pos: tuple[str, ...]) -> bool:
-    last_surface, last = run[-1]
-    return last[2] == "地名" and pos[2] == "地名" and last_surface.endswith(_REGION_SUFFIX_JA)
 
 
 def _proper_core(run: list[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
