@@ -284,6 +284,13 @@ def test_neighbour_windows_read_the_tokens_the_whole_sentence_gives() -> None:
             "東京オリンピックで徐平が優勝し、熱田神宮に参拝した。",
             {"東京オリンピック": "other", "徐平": "person", "熱田神宮": "place"},
         ),
+        # Latin words written with spaces are one name; a family ("伊藤家") is its surname, a person.
+        ("監督のPeter Paul Brauerが伊藤家の当主と会った。", {"Peter Paul Brauer": "person", "伊藤": "person"}),
+        # A battle named by its place keeps its particle; what relates to a name after it is not part of it.
+        (
+            "関ヶ原の戦いの後、門司駅間でIBM側が譲歩した。",
+            {"関ヶ原の戦い": "other", "門司駅": "place", "IBM": "organization"},
+        ),
         # Common nouns before a name-forming ending name an institution; one word, or a generic first word, not.
         (
             "国防省と自由民主党はノースウェスト航空の件で同社と各省に問い合わせた。",

@@ -104,6 +104,7 @@ _PLACE_SUFFIX_JA = (
 )  # fmt: skip
 _EVENT_SUFFIX_JA = (
     "事件", "震災", "戦争", "作戦", "選手権", "大会", "賞", "の乱", "会戦", "紛争", "条約", "議定書", "宣言", "憲章",
+    "の戦い", "の変", "の役", "の陣", "大戦", "選挙", "革命", "裁判", "まつり",
     "博覧会", "五輪", "祭", "杯", "カップ", "グランプリ", "フェスティバル", "オリンピック", "トーナメント",
 )  # fmt: skip
 # A Japanese compound's ending and the type it gives (the three lists share no ending).
@@ -112,10 +113,16 @@ _HEAD_ENDINGS = {
     **{e: ORGANIZATION for e in _ORG_SUFFIX_JA},
     **{e: OTHER for e in _EVENT_SUFFIX_JA},
 }
+# After a name, words that relate to it without being part of it: a match against it ("…ボーンマス戦"),
+# its side ("IBM側"), the way between ("門司駅間"), inside it ("キューバ国内"), "and others" ("トーメン等").
+_RELATION_AFTER_JA = frozenset("戦 側 間 国内 等 内".split())
+# "Xの戦い", "Xの乱": an event named by its place or era, the particle inside the name.
+_EVENT_AFTER_NO_JA = frozenset(("戦い", "乱", "変", "役", "陣"))
 _KATAKANA_OR_LATIN = re.compile(r"[\u30a0-\u30ffA-Za-z]+")
 _KANJI = re.compile(r"[\u4e00-\u9fff々]+")
 _ACRONYM_JA = re.compile(r"[A-Z][A-Z0-9&]{1,7}")
-_PERSON_SUFFIX_JA = frozenset("さん 氏 様 君 ちゃん 殿 ら たち 達".split())
+_PERSON_SUFFIX_JA = frozenset("さん 氏 様 君 ちゃん 殿 ら たち 達 家".split())  # 家: "伊藤家", the family
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z.'\-]*")
 # Titles and occupations written after a surname ("岡田社長", "サッチャー首相"): not part of the name.
 _TITLES_JA = frozenset(
     "首相 大統領 社長 監督 選手 会長 議員 知事 市長 町長 村長 教授 博士 夫人 王 皇帝 将軍 元帥 大使 長官 大臣 総裁 "
@@ -161,7 +168,7 @@ TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a he
 
 # Bumped whenever the rules find or type names differently (an index extracted by older rules is then
 # re-extracted by `bench`, and `index info` shows which extraction an index holds).
-RULES_REVISION = 5
+RULES_REVISION = 7
 # Tags below this mean probability are left out: the tagger, fitted on WikiANN's name-dense fragments, also
 # tags ordinary noun phrases. On the English dev file lower-cased (typed F1): all tags 0.474, >= 0.6 0.518,
 # >= 0.7 0.540, >= 0.8 0.548. In text with letter case the capitalisation rules and the span typer stay: the
@@ -410,7 +417,12 @@ class EntityExtractor:
 
         def flush(honorific: bool = False) -> None:
             # A verbal noun after a name is what the name did ("...主演", "...移籍"), not part of it.
-            while run and (run[-1][0] == "・" or (run[-1][1][2] == "サ変可能" and not _head_type(run))):
+            while run and (
+                run[-1][0] == "・"
+                or run[-1][1][0] == "空白"
+                or (run[-1][1][2] == "サ変可能" and not _head_type(run))
+                or (len(run) > 1 and run[-1][0] in _RELATION_AFTER_JA)
+            ):
                 run.pop()
             if run and (any(pos[1] == "固有名詞" for _s, pos in run) or _common_named(run)):
                 head = _head_type(run)
@@ -420,16 +432,28 @@ class EntityExtractor:
                     found.append((surface, PERSON if honorific else head or _japanese_type(name)))
             run.clear()
 
-        for surface, _norm, pos, _b, _e in self._analyzer.japanese.morphemes(sentence):
+        morphemes = self._analyzer.japanese.morphemes(sentence)
+        for i, (surface, _norm, pos, _b, _e) in enumerate(morphemes):
             noun = pos[0] == "名詞" and pos[1] in ("固有名詞", "普通名詞") and pos[2] != "副詞可能"
-            if pos[0] == "接尾辞" and surface in _PERSON_SUFFIX_JA:
+            if (
+                surface == "の"
+                and run
+                and i + 1 < len(morphemes)
+                and morphemes[i + 1][0] in _EVENT_AFTER_NO_JA
+            ):
+                run.append((surface, pos))  # a battle or a rebellion named by its place: "関ヶ原の戦い"
+            elif pos[0] == "接尾辞" and surface in _PERSON_SUFFIX_JA:
                 flush(honorific=bool(run) and run[-1][1][2] == "人名")  # "田中さん", "豊田らが"
             elif surface == "・" and run:
                 if _KATAKANA_OR_LATIN.fullmatch(run[-1][0]):
                     run.append((surface, pos))  # katakana names: "ノーマン・フォスター"
                 else:
                     flush()  # a list: "フランスのミッテラン大統領・イギリスのサッチャー首相"
+            elif pos[0] == "空白" and run and _LATIN_WORD.fullmatch(run[-1][0]):
+                run.append((surface, pos))  # between Latin words: "Peter Paul Brauer" is one name
             elif noun or (pos[0] == "接尾辞" and run):
+                if run and run[-1][1][0] == "空白" and not _LATIN_WORD.fullmatch(surface):
+                    flush()
                 run.append((surface, pos))
             else:
                 flush()
