@@ -291,6 +291,11 @@ def test_neighbour_windows_read_the_tokens_the_whole_sentence_gives() -> None:
             "関ヶ原の戦いの後、門司駅間でIBM側が譲歩した。",
             {"関ヶ原の戦い": "other", "門司駅": "place", "IBM": "organization"},
         ),
+        # An event's ordinal or year is part of its name; a year before anything else is not.
+        (
+            "第二次世界大戦の後、1972年札幌オリンピックがあり、1926年に愛知県刈谷で工場が建った。",
+            {"第二次世界大戦": "other", "1972年札幌オリンピック": "other", "愛知県刈谷": "place"},
+        ),
         # Common nouns before a name-forming ending name an institution; one word, or a generic first word, not.
         (
             "国防省と自由民主党はノースウェスト航空の件で同社と各省に問い合わせた。",
