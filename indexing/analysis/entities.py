@@ -116,7 +116,6 @@ _HEAD_ENDINGS = {
 # After a name, words that relate to it without being part of it: a match against it ("…ボーンマス戦"),
 # its side ("IBM側"), the way between ("門司駅間"), inside it ("キューバ国内"), "and others" ("トーメン等").
 _RELATION_AFTER_JA = frozenset("戦 側 間 国内 等 内".split())
-_COUNTERS_JA = frozenset("回 次 年 期 代".split())
 # "Xの戦い", "Xの乱": an event named by its place or era, the particle inside the name.
 _EVENT_AFTER_NO_JA = frozenset(("戦い", "乱", "変", "役", "陣"))
 _KATAKANA_OR_LATIN = re.compile(r"[\u30a0-\u30ffA-Za-z]+")
@@ -169,7 +168,7 @@ TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a he
 
 # Bumped whenever the rules find or type names differently (an index extracted by older rules is then
 # re-extracted by `bench`, and `index info` shows which extraction an index holds).
-RULES_REVISION = 8
+RULES_REVISION = 9
 # Tags below this mean probability are left out: the tagger, fitted on WikiANN's name-dense fragments, also
 # tags ordinary noun phrases. On the English dev file lower-cased (typed F1): all tags 0.474, >= 0.6 0.518,
 # >= 0.7 0.540, >= 0.8 0.548. In text with letter case the capitalisation rules and the span typer stay: the
@@ -415,9 +414,6 @@ class EntityExtractor:
         """Names in a Japanese sentence, with their types."""
         found: list[tuple[str, str]] = []
         run: list[tuple[str, tuple[str, ...]]] = []
-        # An ordinal or a year before a run ("第87回", "1972年"): part of an event's name, of nothing else.
-        pending: list[str] = []
-        ordinal: list[str] = []
 
         def flush(honorific: bool = False) -> None:
             # A verbal noun after a name is what the name did ("...主演", "...移籍"), not part of it.
@@ -432,24 +428,12 @@ class EntityExtractor:
                 head = _head_type(run)
                 name = run if head else _proper_core(run)
                 surface = "".join(s for s, _p in name)
-                kind = PERSON if honorific else head or _japanese_type(name)
                 if len(surface) >= 2:
-                    found.append(("".join(ordinal) + surface if kind == OTHER else surface, kind))
+                    found.append((surface, PERSON if honorific else head or _japanese_type(name)))
             run.clear()
-            ordinal.clear()
 
         morphemes = self._analyzer.japanese.morphemes(sentence)
         for i, (surface, _norm, pos, _b, _e) in enumerate(morphemes):
-            if (
-                pos[1] == "数詞"
-                or (surface == "第" and pos[0] == "接頭辞")
-                or (pending and surface in _COUNTERS_JA)
-            ):
-                if run:
-                    flush()
-                pending.append(surface)
-                continue
-            starting = not run
             noun = pos[0] == "名詞" and pos[1] in ("固有名詞", "普通名詞") and pos[2] != "副詞可能"
             if (
                 surface == "の"
@@ -473,9 +457,6 @@ class EntityExtractor:
                 run.append((surface, pos))
             else:
                 flush()
-            if starting and run:
-                ordinal[:] = pending
-            pending.clear()
         flush()
         return found
 
