@@ -409,3 +409,21 @@ def test_only_sentences_without_letter_case_reach_the_tagger() -> None:
     assert [m.surface for m in found[1]] == ["zoe", "東京"] and [m.surface for m in found[2]] == ["zoe"]
     assert "Alice Smith" in {m.surface for m in found[0]}
     assert extractor.version.endswith("+tagger-test")
+
+
+def test_text_with_letter_case_never_loads_torch() -> None:
+    """The tagger's model (torch) loads only when a case-less sentence needs it (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from hybridrag.indexing.analysis.analyzers import Analyzer\n"
+        "from hybridrag.indexing.analysis.entities import EntityExtractor\n"
+        "EntityExtractor(Analyzer()).extract_many(['Alice met Bob in Paris. 561.', '東京に行った。'])\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "False"

@@ -238,9 +238,10 @@ class EntityExtractor:
 
     @property
     def version(self) -> str:
-        """What finds and types the mentions: the rules' revision, and the typer's weights when it types
-        English names ("rules-2+typer-" and a digest of them). An index records it (`index regraph
-        --reextract` brings one extracted by another up to date)."""
+        """What finds and types the mentions: the rules' revision, the typer's weights when it types
+        English names and the tagger's when it reads English without letter case ("rules-9+typer-…+tagger-…",
+        digests of the weights). An index records it (`index regraph --reextract` brings one extracted by
+        another up to date)."""
         return extraction_version(self._typer, self._tagger)
 
     def extract(self, text: str) -> list[Mention]:

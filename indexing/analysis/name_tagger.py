@@ -129,11 +129,11 @@ class NameTagger:
 
     def tag(self, texts: Sequence[str]) -> list[list[Tag]]:
         """The names in each text, in order (texts longer than a window are read window by window)."""
-        import torch
-
         out: list[list[Tag]] = [[] for _ in texts]
         if not texts:
-            return out
+            return out  # torch is imported only when there is text to read
+        import torch
+
         tokenizer, model, head_w, head_b = self._load()
         windows = [(i, w) for i, text in enumerate(texts) for w in self._windows(tokenizer, text)]
         # Similar lengths batched together: padding is most of the cost otherwise.
