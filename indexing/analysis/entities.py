@@ -299,15 +299,10 @@ class EntityExtractor:
             found = self._english_title(unicodedata.normalize("NFKC", title).strip())
         return [Mention(normalize_name(s), s, t, -1, -1) for s, t in found]
 
-    @staticmethod
-    def case_free(sentence: str) -> list[tuple[str, str]]:
-        """Names the lexicon knows (countries, regions, languages, nationalities, religions), found in a
-        sentence whose letter case says nothing: the longest match at each word, left to right."""
-        return [(sentence[s:e], kind) for s, e, kind in _lexicon_spans(sentence)]
-
     def _case_free(self, sentence: str, tags: Sequence[Tag]) -> list[tuple[str, str]]:
-        """The lexicon's names in a sentence without letter case, and the tagger's sure names that overlap
-        none and are not a word the lexicon knows as ordinary English too ("ate turkey")."""
+        """Names in a sentence whose letter case says nothing: those the lexicon knows (countries, regions,
+        languages, nationalities, religions; the longest match at each word), and the tagger's sure names
+        that overlap none and are not a word the lexicon knows as ordinary English too ("ate turkey")."""
         known = _lexicon_spans(sentence)
         found = [(sentence[s:e], kind) for s, e, kind in known]
         ordinary = ordinary_words()

@@ -177,30 +177,31 @@ class NameTagger:
             start = end
 
     def _decode(self, probs: np.ndarray, offsets: list[tuple[int, int]], firsts: list[int]) -> list[Tag]:
-        """BIO over the words' first pieces; a word's span runs to its last piece."""
+        """BIO over the words' first pieces; a word's span runs to its last piece. An I- tag with no name of
+        its type open starts one."""
         ends = [*firsts[1:], len(offsets) - 1]
         tags: list[Tag] = []
-        current: tuple[int, int, str, list[float]] | None = None
+        reading: list[
+            tuple[int, int, str, list[float]]
+        ] = []  # the name open: start, end, type, probabilities
+
+        def close() -> None:
+            if reading:
+                start, end, kind, sure = reading.pop()
+                tags.append(Tag(start, end, TYPES[kind], float(np.mean(sure))))
+
         for first, nxt in zip(firsts, ends, strict=True):
             label = self.labels[int(probs[first].argmax())]
-            start, end = offsets[first][0], offsets[nxt - 1][1]
+            start, end, sure = offsets[first][0], offsets[nxt - 1][1], float(probs[first].max())
             kind = label[2:]
-            if label == "O" or (label.startswith("I-") and (current is None or current[2] != kind)):
-                if current is not None:
-                    tags.append(Tag(current[0], current[1], TYPES[current[2]], float(np.mean(current[3]))))
-                    current = None
-                if label == "O":
-                    continue
-                label = "B-" + kind  # an I- tag with no name open starts one
-            if label.startswith("B-"):
-                if current is not None:
-                    tags.append(Tag(current[0], current[1], TYPES[current[2]], float(np.mean(current[3]))))
-                current = (start, end, kind, [float(probs[first].max())])
+            if label == "O":
+                close()
+            elif label.startswith("B-") or not reading or reading[0][2] != kind:
+                close()
+                reading.append((start, end, kind, [sure]))
             else:
-                assert current is not None
-                current = (current[0], end, kind, [*current[3], float(probs[first].max())])
-        if current is not None:
-            tags.append(Tag(current[0], current[1], TYPES[current[2]], float(np.mean(current[3]))))
+                reading[0] = (reading[0][0], end, kind, [*reading[0][3], sure])
+        close()
         return tags
 
 

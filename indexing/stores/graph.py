@@ -294,7 +294,7 @@ def _cased_or_japanese(sentence: str) -> bool:
 
 def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities."""
-    # The lexicon's case-free names leave before the links: a title's name found in case-less text stays.
+    # Case-less sentences' names leave before the links: a title's name found in case-less text stays.
     chunks = link_title_spans(link_corpus_phrases(link_title_names([_graph_mentions(c) for c in chunks])))
     types: dict[str, Counter[str]] = defaultdict(Counter)
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
