@@ -154,14 +154,19 @@ def score(
 
 
 def run_entities(
-    dataset: Path, casings: Sequence[str] = ("original",), limit: int | None = None, rules_only: bool = False
+    dataset: Path,
+    casings: Sequence[str] = ("original",),
+    limit: int | None = None,
+    rules_only: bool = False,
+    offset: int = 0,
 ) -> dict[str, Any]:
-    """The index's entity extractor on `dataset` (each casing a copy of the text); `rules_only` types English
-    names by the word-list rules instead of the fitted typer (the earlier extractor, for comparison)."""
+    """The index's entity extractor on `dataset` (each casing a copy of the text), its sentences from
+    `offset` on (`limit` of them); `rules_only` names entities by the rules alone, without the fitted
+    typer and taggers (the earlier extractor, for comparison)."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
 
-    sentences = read_dataset(dataset)[:limit]
+    sentences = read_dataset(dataset)[offset:][:limit]
     extractor = EntityExtractor(Analyzer(), rules_only=rules_only)
 
     def extract(texts: list[str]) -> list[list[tuple[str, str]]]:
@@ -183,8 +188,10 @@ def run_entities(
             ""
             if rules_only
             else ", English names typed by the fitted typer, names in English without letter case found"
-            " by the name tagger"
+            " by the name tagger, Japanese names by the CRF tagger over the rules' names"
         ),
+        "extractionVersion": extractor.version,
+        "offset": offset,
         "results": results,
     }
 
@@ -204,7 +211,9 @@ def to_markdown(report: dict[str, Any]) -> str:
             ]
         )
     headers = ["casing", "sentences", "untyped F1", "typed F1", *(f"{t} F1" for t in TYPES), "sentences/s"]
+    offset = report.get("offset", 0)
+    part = f" (sentences from number {offset + 1} on)" if offset else ""
     return (
-        f"### Entities — {report['dataset']}, {report['extractor']}, {report['date'][:10]}, "
+        f"### Entities — {report['dataset']}{part}, {report['extractor']}, {report['date'][:10]}, "
         f"{report['machine']['cores']} cores\n\n" + markdown_table(headers, rows)
     )

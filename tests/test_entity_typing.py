@@ -135,7 +135,8 @@ def test_typed_f1_on_the_english_dev_file_beats_the_rules() -> None:
     path = shared_path("data", "ner", "en-wikineural-dev.conll")
     typed = run_entities(path, ("original",), limit=500)["results"]["original"]
     rules = run_entities(path, ("original",), limit=500, rules_only=True)["results"]["original"]
-    assert typed["untyped"]["f1"] == rules["untyped"]["f1"]  # same names found, typed differently
+    # The same English names, typed differently (the Japanese tagger reads the few Japanese names here).
+    assert abs(typed["untyped"]["f1"] - rules["untyped"]["f1"]) <= 0.002
     assert typed["typed"]["f1"] >= rules["typed"]["f1"] + 0.08
     for kind in ("person", "organization", "place"):
         assert typed["perType"][kind]["f1"] > rules["perType"][kind]["f1"], kind
@@ -366,7 +367,7 @@ def test_the_packaged_tagger_names_its_weights() -> None:
     assert tagger is not None
     digest = hashlib.sha256((FOLDER / "weights.npz").read_bytes()).hexdigest()[:12]
     assert tagger.version == f"tagger-{digest}"
-    assert TYPED.version.endswith(tagger.version) and tagger.version not in RULES.version
+    assert tagger.version in TYPED.version.split("+") and tagger.version not in RULES.version
 
 
 def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
@@ -408,7 +409,7 @@ def test_only_sentences_without_letter_case_reach_the_tagger() -> None:
     assert recording.seen == [["zoe met bob."]]
     assert [m.surface for m in found[1]] == ["zoe", "東京"] and [m.surface for m in found[2]] == ["zoe"]
     assert "Alice Smith" in {m.surface for m in found[0]}
-    assert extractor.version.endswith("+tagger-test")
+    assert "tagger-test" in extractor.version.split("+")
 
 
 def test_text_with_letter_case_never_loads_torch() -> None:

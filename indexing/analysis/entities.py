@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
+from hybridrag.indexing.analysis.ja_tagger import JapaneseTagger, Morpheme, packaged_japanese_tagger
 from hybridrag.indexing.analysis.name_tagger import NameTagger, Tag, packaged_tagger
 from hybridrag.indexing.analysis.span_typer import (
     TOKEN_PATTERN,
@@ -178,16 +179,19 @@ TAG_MIN_CONFIDENCE = 0.75
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
 
-def extraction_version(typer: SpanTyper | None, tagger: NameTagger | None = None) -> str:
+def extraction_version(
+    typer: SpanTyper | None, tagger: NameTagger | None = None, japanese: JapaneseTagger | None = None
+) -> str:
     parts = [f"rules-{RULES_REVISION}"]
     parts += [typer.version] if typer is not None else []
     parts += [tagger.version] if tagger is not None else []
+    parts += [japanese.version] if japanese is not None else []
     return "+".join(parts)
 
 
 def packaged_extraction_version() -> str:
     """What a default `EntityExtractor` records, without building one (no Sudachi dictionary loaded)."""
-    return extraction_version(packaged_typer(), packaged_tagger())
+    return extraction_version(packaged_typer(), packaged_tagger(), packaged_japanese_tagger(RULES_REVISION))
 
 
 def casing_informative(text: str) -> bool:
@@ -221,7 +225,9 @@ class EntityExtractor:
         typer: types English names; the packaged model when not given.
         tagger: finds and types English names from their sentence (`name_tagger`); the packaged one when
             not given and installed.
-        rules_only: type English names by the word-list rules alone (what fitting the models starts from).
+        japanese: finds and types Japanese names from the rules' names and the morphemes (`ja_tagger`);
+            the packaged one when not given and installed.
+        rules_only: name entities by the rules alone (what fitting the models starts from).
     """
 
     def __init__(
@@ -229,20 +235,22 @@ class EntityExtractor:
         analyzer: Analyzer,
         typer: SpanTyper | None = None,
         tagger: NameTagger | None = None,
+        japanese: JapaneseTagger | None = None,
         *,
         rules_only: bool = False,
     ) -> None:
         self._analyzer = analyzer
         self._typer = None if rules_only else (typer or packaged_typer())
         self._tagger = None if rules_only else (tagger or packaged_tagger())
+        self._japanese = None if rules_only else (japanese or packaged_japanese_tagger(RULES_REVISION))
 
     @property
     def version(self) -> str:
         """What finds and types the mentions: the rules' revision, the typer's weights when it types
-        English names and the tagger's when it reads English without letter case ("rules-9+typer-…+tagger-…",
-        digests of the weights). An index records it (`index regraph --reextract` brings one extracted by
-        another up to date)."""
-        return extraction_version(self._typer, self._tagger)
+        English names, the tagger's when it reads English without letter case and the Japanese tagger's
+        ("rules-9+typer-…+tagger-…+ja-…", digests of the weights). An index records it (`index regraph
+        --reextract` brings one extracted by another up to date)."""
+        return extraction_version(self._typer, self._tagger, self._japanese)
 
     def extract(self, text: str) -> list[Mention]:
         """Mentions per sentence of `text`, in order."""
@@ -407,7 +415,17 @@ class EntityExtractor:
         return OTHER
 
     def japanese(self, sentence: str) -> list[tuple[str, str]]:
-        """Names in a Japanese sentence, with their types."""
+        """Names in a Japanese sentence, with their types: the Japanese tagger's reading of the rules' names
+        (the rules' alone without it)."""
+        morphemes = self._analyzer.japanese.morphemes(sentence)
+        names = self.japanese_rules(sentence, morphemes)
+        return names if self._japanese is None else self._japanese.names(sentence, morphemes, names)
+
+    def japanese_rules(
+        self, sentence: str, morphemes: Sequence[Morpheme] | None = None
+    ) -> list[tuple[str, str]]:
+        """Names in a Japanese sentence by the head-final rules, with their types (`morphemes`: the
+        sentence's, when already read)."""
         found: list[tuple[str, str]] = []
         run: list[tuple[str, tuple[str, ...]]] = []
 
@@ -428,7 +446,8 @@ class EntityExtractor:
                     found.append((surface, PERSON if honorific else head or _japanese_type(name)))
             run.clear()
 
-        morphemes = self._analyzer.japanese.morphemes(sentence)
+        if morphemes is None:
+            morphemes = self._analyzer.japanese.morphemes(sentence)
         for i, (surface, _norm, pos, _b, _e) in enumerate(morphemes):
             noun = pos[0] == "名詞" and pos[1] in ("固有名詞", "普通名詞") and pos[2] != "副詞可能"
             if (

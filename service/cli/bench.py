@@ -359,10 +359,18 @@ def bench_entities(
     casings: Annotated[
         str, typer.Option(help="Comma-separated copies of the text: original, lower, upper")
     ] = "original,lower,upper",
-    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N sentences")] = None,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N sentences (after --offset)")
+    ] = None,
+    offset: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Skip the first N sentences (the Japanese tagger was fitted on the first 2,000)"
+        ),
+    ] = 0,
     rules_only: Annotated[
         bool,
-        typer.Option("--rules-only", help="Type English names by the word-list rules (the earlier typing)"),
+        typer.Option("--rules-only", help="Name entities by the rules alone (no typer, no taggers)"),
     ] = False,
     out: Annotated[
         Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
@@ -378,7 +386,7 @@ def bench_entities(
     bad = [c for c in names if c not in CASINGS]
     if bad or not names:
         raise typer.BadParameter(f"use {', '.join(CASINGS)}", param_hint="--casings")
-    report = run_entities(dataset, names, limit, rules_only)
+    report = run_entities(dataset, names, limit, rules_only, offset)
     markdown = to_markdown(report)
     target = out or RESULTS / f"entities-{dataset.stem}.json"
     write_results(target, report, markdown)

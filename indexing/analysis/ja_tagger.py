@@ -1,0 +1,202 @@
+"""A Japanese name tagger: a linear-chain CRF (CRFsuite, through `python-crfsuite`) over Sudachi's morphemes,
+fitted by `benchmarks/fit_japanese_tagger.py`.
+
+Each morpheme is read with its part of speech (Sudachi's dictionary classes: 人名, 地名, 組織, 固有名詞 …),
+its script (kanji, katakana, hiragana, Latin, digits), its last characters, the two morphemes either side
+and where the head-final rules of `entities.py` put names and which type they gave them. The tags are BIO
+over the index's four types, so the CRF learns where the rules' bounds and types go wrong (a school is a
+facility, "王子製紙" ends before "釧路工場") and finds names they miss (companies Sudachi does not know).
+
+The model (`ja_tagger/model.crfsuite`, CRFsuite's own binary format, and `model.json`: provenance, the
+rules' revision it was fitted with, cross-validated scores) ships with the package. It was fitted on the
+Japanese named-entity file's first 2,000 sentences; the rest are held back for measuring it. Without
+`python-crfsuite` or the model, or when the rules have changed since the fit (the model reads their
+output), the tagger is absent and the rules alone name Japanese entities.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from functools import cache
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+FOLDER = Path(__file__).parent / "ja_tagger"
+MODEL = "model.crfsuite"
+#: (surface, normalized form, part of speech, begin, end): `Analyzer.japanese.morphemes`'s rows.
+Morpheme = tuple[str, str, tuple[str, ...], int, int]
+
+log = logging.getLogger(__name__)
+
+_SCRIPTS = (
+    ("K", re.compile(r"[\u4e00-\u9fff々]+")),
+    ("T", re.compile(r"[\u30a0-\u30ff]+")),
+    ("H", re.compile(r"[\u3040-\u309f]+")),
+    ("L", re.compile(r"[A-Za-z]+")),
+    ("D", re.compile(r"[0-9０-９]+")),
+)
+
+
+def script(surface: str) -> str:
+    """A morpheme's script: kanji, katakana, hiragana, Latin, digits, or other (mixed, punctuation)."""
+    for name, pattern in _SCRIPTS:
+        if pattern.fullmatch(surface):
+            return name
+    return "O"
+
+
+def bio(morphemes: Sequence[Morpheme], spans: Sequence[tuple[int, int, str]]) -> list[str]:
+    """BIO tags of the morphemes for character spans (start, end, type): a morpheme a span overlaps is in it."""
+    tags = ["O"] * len(morphemes)
+    for start, end, kind in spans:
+        first = True
+        for i, (_s, _n, _p, begin, finish) in enumerate(morphemes):
+            if begin < end and start < finish:
+                tags[i] = ("B-" if first else "I-") + kind
+                first = False
+    return tags
+
+
+def rule_spans(sentence: str, names: Sequence[tuple[str, str]]) -> list[tuple[int, int, str]]:
+    """Where in `sentence` the rules' names (surface, type; in sentence order) lie."""
+    spans = []
+    at = 0
+    for surface, kind in names:
+        start = sentence.find(surface, at)
+        if start < 0:
+            start = sentence.find(surface)
+        if start < 0:
+            continue
+        at = start + len(surface)
+        spans.append((start, at, kind))
+    return spans
+
+
+def features(morphemes: Sequence[Morpheme], rules: Sequence[str]) -> list[list[str]]:
+    """Each morpheme's CRF features: itself, its part of speech and script, the rules' tag, two either side."""
+    n = len(morphemes)
+    words = [m[0] for m in morphemes]
+    parts = ["|".join(m[2][:3]) for m in morphemes]
+    scripts = [script(w) for w in words]
+    around = [
+        [f"{d}w={words[j]}", f"{d}p={parts[j]}", f"{d}ct={scripts[j]}", f"{d}r={rules[j]}"]
+        if 0 <= (j := i + d) < n
+        else [f"{d}w=<pad>"]
+        for i in range(n)
+        for d in (-2, -1, 1, 2)
+    ]
+    out = []
+    for i, (surface, _norm, pos, _b, _e) in enumerate(morphemes):
+        f = [
+            "bias",
+            f"w={surface}",
+            f"p1={pos[0]}",
+            f"p12={pos[0]}{pos[1]}",
+            f"p123={parts[i]}",
+            f"p4={'|'.join(pos[:4])}",
+            f"ct={scripts[i]}",
+            f"last={surface[-1:]}",
+            f"last2={surface[-2:]}",
+            f"first={surface[:1]}",
+            f"len={min(len(surface), 6)}",
+            f"r={rules[i]}",
+        ]
+        for side in around[4 * i : 4 * i + 4]:
+            f += side
+        f.append(f"-1w|w={words[i - 1] if i else '<s>'}|{surface}")
+        f.append(f"w|+1w={surface}|{words[i + 1] if i + 1 < n else '</s>'}")
+        out.append(f)
+    return out
+
+
+def decode(sentence: str, morphemes: Sequence[Morpheme], tags: Sequence[str]) -> list[tuple[str, str]]:
+    """Names (surface, type) from BIO tags; an I- tag after another type (or after O) starts a name. A name
+    is trimmed of spaces at its ends and cut at a bracket it does not close ("会議（COP3" -> "会議")."""
+    spans: list[list[Any]] = []
+    open_ = False
+    for (_s, _n, _p, begin, end), tag in zip(morphemes, tags, strict=True):
+        kind = tag[2:]
+        if tag.startswith("I-") and open_ and spans[-1][2] == kind:
+            spans[-1][1] = end
+        elif tag != "O":
+            spans.append([begin, end, kind])
+            open_ = True
+        else:
+            open_ = False
+    out = []
+    for start, end, kind in spans:
+        name = _balanced(sentence[start:end]).strip()
+        if name:
+            out.append((name, kind))
+    return out
+
+
+_BRACKETS = {"(": ")", "（": "）", "「": "」", "『": "』", "[": "]", "【": "】", "《": "》", "〈": "〉"}
+_CLOSERS = {v: k for k, v in _BRACKETS.items()}
+
+
+def _balanced(name: str) -> str:
+    """`name` up to a bracket it opens and does not close, or from after one it closes and did not open."""
+    opened: list[tuple[str, int]] = []
+    for i, c in enumerate(name):
+        if c in _BRACKETS:
+            opened.append((c, i))
+        elif c in _CLOSERS:
+            if opened and opened[-1][0] == _CLOSERS[c]:
+                opened.pop()
+            else:
+                return _balanced(name[i + 1 :])
+    return name[: opened[0][1]] if opened else name
+
+
+class JapaneseTagger:
+    """The fitted CRF; `names` reads one sentence. Safe to share across threads (tagging takes a lock)."""
+
+    def __init__(self, folder: Path = FOLDER) -> None:
+        import pycrfsuite
+
+        path = folder / MODEL
+        self.meta: dict[str, Any] = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+        self.version = "ja-" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        self._tagger = pycrfsuite.Tagger()
+        self._tagger.open(str(path))
+        self._lock = threading.Lock()
+
+    @property
+    def rules_revision(self) -> int:
+        return int(self.meta["rulesRevision"])
+
+    def names(
+        self, sentence: str, morphemes: Sequence[Morpheme], rules: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """The sentence's names, given its morphemes and the rules' names (surface, type)."""
+        if not morphemes:
+            return []
+        x = features(morphemes, bio(morphemes, rule_spans(sentence, rules)))
+        with self._lock:
+            tags = self._tagger.tag(x)
+        return decode(sentence, morphemes, tags)
+
+
+@cache
+def packaged_japanese_tagger(rules_revision: int) -> JapaneseTagger | None:
+    """The shipped tagger, when `python-crfsuite` is installed and it was fitted on these rules' output."""
+    if find_spec("pycrfsuite") is None or not (FOLDER / MODEL).is_file():
+        log.warning("the Japanese name tagger is not available (python-crfsuite or its model missing)")
+        return None
+    tagger = JapaneseTagger()
+    if tagger.rules_revision != rules_revision:
+        log.warning(
+            "the Japanese name tagger was fitted on rules revision %s, not %s: refit it "
+            "(python -m hybridrag.benchmarks.fit_japanese_tagger); the rules alone name Japanese entities",
+            tagger.rules_revision,
+            rules_revision,
+        )
+        return None
+    return tagger

@@ -1,0 +1,146 @@
+"""The Japanese name tagger: a CRF over Sudachi's morphemes and the rules' names (indexing/analysis/ja_tagger.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from hybridrag.benchmarks.entities import run_entities
+from hybridrag.indexing.analysis.analyzers import Analyzer
+from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor
+from hybridrag.indexing.analysis.ja_tagger import (
+    FOLDER,
+    MODEL,
+    JapaneseTagger,
+    bio,
+    decode,
+    packaged_japanese_tagger,
+    rule_spans,
+)
+from tests.conftest import needs_shared, shared_path
+
+ANALYZER = Analyzer()
+TAGGED = EntityExtractor(ANALYZER)
+RULES = EntityExtractor(ANALYZER, rules_only=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "rules", "tagged"),
+    [
+        # A company, then where its facility is: two names, not one place.
+        (
+            "王子製紙釧路工場で働いた。",
+            [("王子製紙釧路", "place")],
+            [("王子製紙", "organization"), ("釧路工場", "place")],
+        ),
+        (
+            "三井住友銀行赤坂支店に口座を開いた。",
+            [("三井住友銀行赤坂", "place")],
+            [("三井住友銀行", "organization"), ("赤坂支店", "place")],
+        ),
+        # Schools and halls are facilities (a place), as the named-entity data marks them.
+        (
+            "彼は神戸市立北山小学校に通った。",
+            [("神戸市立北山小学校", "organization")],
+            [("神戸市立北山小学校", "place")],
+        ),
+        ("東京ドームで試合が行われた。", [("東京ドーム", "organization")], [("東京ドーム", "place")]),
+        # A name of common nouns the rules cut to its proper noun.
+        ("日本労働組合総同盟が結成された。", [("日本", "place")], [("日本労働組合総同盟", "organization")]),
+        # What the rules already got right stays.
+        (
+            "トヨタ自動車の豊田章男社長が発表した。",
+            [("トヨタ自動車", "organization"), ("豊田章男", "person")],
+            [("トヨタ自動車", "organization"), ("豊田章男", "person")],
+        ),
+    ],
+)
+def test_the_tagger_mends_the_rules_bounds_and_types(
+    text: str, rules: list[tuple[str, str]], tagged: list[tuple[str, str]]
+) -> None:
+    assert RULES.japanese(text) == rules
+    assert TAGGED.japanese(text) == tagged
+
+
+def test_the_packaged_model_is_the_one_its_metadata_describes() -> None:
+    meta = json.loads((FOLDER / "model.json").read_text(encoding="utf-8"))
+    assert meta["sha256"] == hashlib.sha256((FOLDER / MODEL).read_bytes()).hexdigest()
+    assert meta["rulesRevision"] == RULES_REVISION  # refit when the rules change: it reads their names
+    assert meta["data"]["sentences"] == 2000 and meta["crossValidation"]["typed"]["f1"] >= 0.65
+    tagger = packaged_japanese_tagger(RULES_REVISION)
+    assert tagger is not None and tagger.version == "ja-" + meta["sha256"][:12]
+    assert TAGGED.version.endswith("+" + tagger.version) and tagger.version not in RULES.version
+
+
+def test_a_model_fitted_on_other_rules_is_not_used() -> None:
+    assert packaged_japanese_tagger(RULES_REVISION + 1) is None
+
+
+def test_bio_and_decode_round_trip_character_spans() -> None:
+    text = "王子製紙釧路工場で働いた。"
+    morphemes = ANALYZER.japanese.morphemes(text)
+    spans = [(0, 4, "organization"), (4, 8, "place")]
+    tags = bio(morphemes, spans)
+    assert tags[0].startswith("B-organization") and "B-place" in tags
+    assert decode(text, morphemes, tags) == [("王子製紙", "organization"), ("釧路工場", "place")]
+    assert rule_spans(text, [("釧路", "place"), ("工場", "other")]) == [(4, 6, "place"), (6, 8, "other")]
+    # An I- tag after another type (or after O) opens a name of its own.
+    assert decode(text, morphemes[:2], ["I-person", "I-place"]) == [
+        (morphemes[0][0], "person"),
+        (morphemes[1][0], "place"),
+    ]
+
+
+def test_names_are_trimmed_and_cut_at_a_bracket_they_do_not_close() -> None:
+    text = "第3回締約国会議（COP3）で 京都議定書が採択された。"
+    morphemes = ANALYZER.japanese.morphemes(text)
+    cop = text.index("（COP3") + 5  # the tags stop inside the brackets
+    kyoto = text.index(" 京都")
+    spans = [(0, cop, "other"), (kyoto, kyoto + 6, "other")]
+    assert decode(text, morphemes, bio(morphemes, spans)) == [
+        ("第3回締約国会議", "other"),
+        ("京都議定書", "other"),
+    ]
+    closed = [(0, text.index("）") + 1, "other")]
+    assert decode(text, morphemes, bio(morphemes, closed)) == [("第3回締約国会議（COP3）", "other")]
+
+
+_TINY = [
+    {"text": "田中太郎は東京都に住む。", "entities": [{"name": "田中太郎", "span": [0, 4], "type": "人名"}, {"name": "東京都", "span": [5, 8], "type": "地名"}]},
+    {"text": "山田花子はトヨタ自動車に入社した。", "entities": [{"name": "山田花子", "span": [0, 4], "type": "人名"}, {"name": "トヨタ自動車", "span": [5, 11], "type": "法人名"}]},
+    {"text": "大阪府の佐藤次郎が来た。", "entities": [{"name": "大阪府", "span": [0, 3], "type": "地名"}, {"name": "佐藤次郎", "span": [4, 8], "type": "人名"}]},
+]  # fmt: skip
+
+
+def test_fitting_is_reproducible_and_the_model_loads(tmp_path: Path) -> None:
+    from hybridrag.benchmarks.fit_japanese_tagger import main
+
+    data = tmp_path / "ja.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _TINY * 4), encoding="utf-8")
+    for out in ("a", "b"):
+        main(["--train", str(data), "--sentences", "10", "--folds", "0", "--out", str(tmp_path / out)])
+    a, b = (tmp_path / "a" / MODEL).read_bytes(), (tmp_path / "b" / MODEL).read_bytes()
+    assert a == b
+    meta = json.loads((tmp_path / "a" / "model.json").read_text(encoding="utf-8"))
+    assert meta["data"]["sentences"] == 10 and meta["rulesRevision"] == RULES_REVISION
+    tagger = JapaneseTagger(tmp_path / "a")
+    text = "田中太郎はトヨタ自動車に入社した。"
+    morphemes = ANALYZER.japanese.morphemes(text)
+    found = tagger.names(text, morphemes, RULES.japanese_rules(text, morphemes))
+    assert ("田中太郎", "person") in found and ("トヨタ自動車", "organization") in found
+    assert tagger.names("", [], []) == []
+
+
+@needs_shared("data", "ner", "ja-stockmark-dev.jsonl")
+def test_typed_f1_on_held_back_japanese_sentences_beats_the_rules() -> None:
+    """On sentences the tagger was not fitted on (after the first 2,000): the measured gain holds."""
+    path = shared_path("data", "ner", "ja-stockmark-dev.jsonl")
+    tagged = run_entities(path, ("original",), limit=300, offset=2000)["results"]["original"]
+    rules = run_entities(path, ("original",), limit=300, offset=2000, rules_only=True)["results"]["original"]
+    assert tagged["sentences"] == 300
+    assert tagged["typed"]["f1"] >= 0.65 and tagged["typed"]["f1"] >= rules["typed"]["f1"] + 0.1
+    for kind in ("person", "organization", "place", "other"):
+        assert tagged["perType"][kind]["f1"] >= rules["perType"][kind]["f1"], kind
