@@ -226,8 +226,25 @@ class SearchEngine(IndexLifecycle):
         index: LoadedIndex | None = None,
         precomputed: np.ndarray | None = None,
     ) -> SearchResult:
+        """Answer one search. Its query is encoded first (concurrent searches share encoder calls), then it
+        waits for one of the engine's search slots (`max_concurrent_searches`, first come first served)
+        for the rest; time spent waiting counts against its budget."""
         started = time.perf_counter()
         self._check_rerank_model(request)
+        if precomputed is None and self.needs_vector(request):
+            precomputed = self.embed_queries([request.text])[0]
+        deadline = started + self.settings.search_budget_s
+        with self._admission.held(max(0.0, deadline - time.perf_counter())):
+            return self._answer(request, request_id, index, precomputed, started)
+
+    def _answer(
+        self,
+        request: SearchRequest,
+        request_id: str | None,
+        index: LoadedIndex | None,
+        precomputed: np.ndarray | None,
+        started: float,
+    ) -> SearchResult:
         ranking = self.rank(
             request, started + self.settings.search_budget_s, index=index, precomputed=precomputed
         )

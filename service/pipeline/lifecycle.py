@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from hybridrag.indexing.models.embedders import Embedder, ModelUnavailable, load_embedder
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.remote import DamagedVersion, RemoteIndex, RemoteUnavailable, sync_mirror
+from hybridrag.pipeline.admission import Admission
 from hybridrag.pipeline.batching import BatchingEmbedder
 from hybridrag.pipeline.loaded_index import LoadedIndex, load_index
 from hybridrag.pipeline.rerank import RerankerPool, RerankerUnavailable
@@ -78,6 +80,7 @@ class IndexLifecycle:
         self._failed_target: str | None = None
         self._refused_remote: str | None = None
         self._rerankers = RerankerPool()
+        self._admission = Admission(settings.max_concurrent_searches or os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(
             max_workers=settings.search_threads,
             thread_name_prefix="retriever",

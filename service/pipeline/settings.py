@@ -148,6 +148,13 @@ class Settings(BaseSettings):
         "recent searches touched rather than every page ever read; 0: never (fastest when memory is ample).",
     )
     search_threads: int = Field(8, ge=1, le=64, description="Threads for running retrievers concurrently.")
+    max_concurrent_searches: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="Searches that retrieve, fuse and answer at once (after their query is encoded); the rest "
+        "wait their turn in arrival order. Unset: one per CPU core (more only hand the GIL back and forth).",
+    )
     rate_limit_per_s: float | None = Field(
         None,
         gt=0,
