@@ -118,11 +118,34 @@ class Counts:
         self.fp += len(predicted - gold)
         self.fn += len(gold - predicted)
 
+    def merge(self, other: Counts) -> None:
+        self.tp += other.tp
+        self.fp += other.fp
+        self.fn += other.fn
+
     def scores(self) -> dict[str, float]:
         p = self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
         r = self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
         f = 2 * p * r / (p + r) if p + r else 0.0
         return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4)}
+
+
+def tally(
+    sentences: Sequence[Sentence],
+    extracted: Iterable[Iterable[tuple[str, str]]],
+    normalize: Callable[[str], str],
+) -> dict[str, Counts]:
+    """Matches of each sentence's extracted (surface, type) pairs against its gold spans, after `normalize`:
+    untyped (surface only), typed, and per type."""
+    counts = {"untyped": Counts(), "typed": Counts(), **{t: Counts() for t in TYPES}}
+    for sentence, pairs in zip(sentences, extracted, strict=True):
+        predicted = {(normalize(surface), kind) for surface, kind in pairs}
+        gold = {(normalize(sentence.text[s:e]), kind) for s, e, kind in sentence.spans}
+        counts["untyped"].add({n for n, _ in predicted}, {n for n, _ in gold})
+        counts["typed"].add(predicted, gold)
+        for t in TYPES:
+            counts[t].add({p for p in predicted if p[1] == t}, {g for g in gold if g[1] == t})
+    return counts
 
 
 def score(
@@ -131,23 +154,14 @@ def score(
     normalize: Callable[[str], str],
 ) -> dict[str, Any]:
     """F1 of `extract` (texts -> (surface, type) pairs of each) against the gold spans, per sentence."""
-    untyped, typed = Counts(), Counts()
-    per_type = {t: Counts() for t in TYPES}
     t0 = time.perf_counter()
-    extracted = extract([s.text for s in sentences])
-    for sentence, pairs in zip(sentences, extracted, strict=True):
-        predicted = {(normalize(surface), kind) for surface, kind in pairs}
-        gold = {(normalize(sentence.text[s:e]), kind) for s, e, kind in sentence.spans}
-        untyped.add({n for n, _ in predicted}, {n for n, _ in gold})
-        typed.add(predicted, gold)
-        for t in TYPES:
-            per_type[t].add({p for p in predicted if p[1] == t}, {g for g in gold if g[1] == t})
+    counts = tally(sentences, extract([s.text for s in sentences]), normalize)
     seconds = time.perf_counter() - t0
     return {
         "sentences": len(sentences),
-        "untyped": untyped.scores(),
-        "typed": typed.scores(),
-        "perType": {t: c.scores() for t, c in per_type.items()},
+        "untyped": counts["untyped"].scores(),
+        "typed": counts["typed"].scores(),
+        "perType": {t: counts[t].scores() for t in TYPES},
         "goldMentions": dict(Counter(kind for s in sentences for *_span, kind in s.spans)),
         "sentencesPerSecond": round(len(sentences) / seconds, 1) if seconds > 0 else None,
     }

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hybridrag.benchmarks.entities import TYPES, Counts, Sentence, read_jsonl
+from hybridrag.benchmarks.entities import TYPES, Counts, Sentence, read_jsonl, tally
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor, normalize_name
 from hybridrag.indexing.analysis.ja_tagger import (
@@ -82,34 +82,25 @@ def fit(train: Sequence[Example], path: Path, c1: float, c2: float, iterations: 
 
 
 def score(test: Sequence[Example], path: Path) -> dict[str, Counts]:
-    """Counts overall ("typed") and per type, as `bench entities` counts them."""
+    """Counts untyped, typed and per type, as `bench entities` counts them."""
     import pycrfsuite
 
     tagger = pycrfsuite.Tagger()
     tagger.open(str(path))
-    counts = {"typed": Counts(), **{t: Counts() for t in TYPES}}
-    for e in test:
-        tags = tagger.tag(e.x) if e.morphemes else []
-        predicted = {(normalize_name(n), k) for n, k in decode(e.sentence.text, e.morphemes, tags)}
-        gold = {(normalize_name(e.sentence.text[s:t]), k) for s, t, k in e.sentence.spans}
-        counts["typed"].add(predicted, gold)
-        for kind in TYPES:
-            counts[kind].add({p for p in predicted if p[1] == kind}, {g for g in gold if g[1] == kind})
-    return counts
+    found = [decode(e.sentence.text, e.morphemes, tagger.tag(e.x) if e.morphemes else []) for e in test]
+    return tally([e.sentence for e in test], found, normalize_name)
 
 
 def cross_validate(
     data: Sequence[Example], folds: int, c1: float, c2: float, iterations: int
 ) -> dict[str, Any]:
-    pooled = {"typed": Counts(), **{t: Counts() for t in TYPES}}
+    pooled: dict[str, Counts] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for fold in range(folds):
             model = Path(tmp) / f"fold{fold}.crfsuite"
             fit([e for i, e in enumerate(data) if i % folds != fold], model, c1, c2, iterations)
             for name, c in score(data[fold::folds], model).items():
-                pooled[name].tp += c.tp
-                pooled[name].fp += c.fp
-                pooled[name].fn += c.fn
+                pooled.setdefault(name, Counts()).merge(c)
     return {"folds": folds, **{name: c.scores() for name, c in pooled.items()}}
 
 

@@ -62,15 +62,11 @@ class HeaderTimeoutH11Protocol(H11Protocol):
 
     def eof_received(self) -> None:
         # The client is done sending (returning None lets the transport close): a lingering connection ends.
-        if self._linger_timer is not None:
-            self._linger_timer.cancel()
-            self._linger_timer = None
+        self._cancel_linger_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
-        if self._linger_timer is not None:
-            self._linger_timer.cancel()
-            self._linger_timer = None
+        self._cancel_linger_timer()
         super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
@@ -121,6 +117,11 @@ class HeaderTimeoutH11Protocol(H11Protocol):
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
+
+    def _cancel_linger_timer(self) -> None:
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
 
     def _on_header_timeout(self) -> None:
         self._header_timer = None
