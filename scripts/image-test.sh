@@ -11,6 +11,9 @@
 # pip on this machine does: its configuration (`pip config list`) is written to a file mounted read-only
 # into the build, with the local folders and CA bundle it names.
 #
+# Every image and layer the build makes is removed when the script ends (the base stand-in stays): an image is
+# 1.5 GB and its builder stage 3.4 GB, and a disk that kept one per run filled up. KEEP_IMAGE=1 keeps them.
+#
 # Needs root, buildah and mmdebstrap (Debian: apt-get install buildah mmdebstrap). Servers bind 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,9 +35,19 @@ mkdir -p "$CACHE"
 work=$(mktemp -d)
 container=""
 server=""
+images_before=""
 cleanup() {
   if [ -n "$server" ]; then kill -TERM -- "-$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
   if [ -n "$container" ]; then buildah rm "$container" >/dev/null 2>&1 || true; fi
+  if [ -n "$images_before" ] && [ "${KEEP_IMAGE:-}" != 1 ]; then
+    # What this build added; a pass can leave an image another one was made from, so up to three passes.
+    for _ in 1 2 3; do
+      buildah images --all --quiet --no-trunc | sort -u >"$work/images.after" || true
+      comm -13 "$work/images.before" "$work/images.after" >"$work/images.new"
+      [ -s "$work/images.new" ] || break
+      xargs -r buildah rmi --force <"$work/images.new" >/dev/null 2>&1 || true
+    done
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -72,8 +85,13 @@ done
 
 # 3. Build the repository's Dockerfile.
 echo "image-test: building $IMAGE" >&2
+# An image of that name from an earlier run (kept, or left by a run that was killed) goes first, so that
+# the build's images are all new ones.
+buildah rmi --force "$IMAGE" >/dev/null 2>&1 || true
+buildah images --all --quiet --no-trunc | sort -u >"$work/images.before"
+images_before=yes
 start=$(date +%s)
-buildah bud "${ISOLATION[@]}" --format docker --pull=never --layers \
+buildah bud "${ISOLATION[@]}" --format docker --pull=never --layers --force-rm \
   --build-arg TORCH_INDEX_URL="$TORCH_INDEX_URL" --build-arg PYTHON_IMAGE="$BASE" --build-arg VARIANT="$VARIANT" \
   "${mounts[@]}" -t "$IMAGE" -f Dockerfile . >"$work/build.log" 2>&1 || { tail -50 "$work/build.log" >&2; exit 1; }
 build_seconds=$(( $(date +%s) - start ))

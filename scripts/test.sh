@@ -24,4 +24,6 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# Free disk, for the record: the image test needs ~5 GB while it runs, the suite's folders ~2 GB.
+df -h . "${TMPDIR:-/tmp}" /var/lib/containers 2>/dev/null | awk 'NR == 1 || !seen[$1]++' || true
 .venv/bin/python -m pytest -q "$@"

@@ -36,7 +36,9 @@ def test_image_builds_starts_and_answers_a_search(tmp_path: Path) -> None:
     if problem:
         pytest.skip(problem)
     report = tmp_path / "image.json"
-    env = {**os.environ, "IMAGE_REPORT": str(report)}
+    env = {key: value for key, value in os.environ.items() if key != "KEEP_IMAGE"}
+    env["IMAGE_REPORT"] = str(report)
+    before = _images()
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "image-test.sh")],
         capture_output=True,
@@ -50,3 +52,12 @@ def test_image_builds_starts_and_answers_a_search(tmp_path: Path) -> None:
     assert "トヨタ" in result["topHitFromInside"] or "Toyota" in result["topHitFromInside"]
     assert result["user"] not in ("", "root", "0")
     assert result["sizeBytes"] > 0 and result["buildSeconds"] > 0
+    # Nothing the build made stays on the disk (an image and its builder stage are ~5 GB a run).
+    assert _images() - before == set()
+
+
+def _images() -> set[str]:
+    listed = subprocess.run(
+        ["buildah", "images", "--all", "--quiet", "--no-trunc"], capture_output=True, text=True, check=True
+    )
+    return set(listed.stdout.split())
