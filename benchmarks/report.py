@@ -197,9 +197,11 @@ def image_sentence() -> str:
     parts = []
     for path in sorted(RESULTS.glob("image*.json")):
         r = json.loads(path.read_text("utf-8"))
+        # Reports from before the script removed its layers after each run do not say; their builds had them.
+        cache = "dependency layers cached" if r.get("layersCached", True) else "no layer cache"
         parts.append(
             f"`VARIANT={r.get('variant', 'server')}` {r['sizeBytes'] / 1e9:.2f} GB, built in {r['buildSeconds']} s "
-            f"(dependency layers cached), ready {r['readySeconds']} s after start"
+            f"({cache}), ready {r['readySeconds']} s after start"
         )
     return "; ".join(parts)
 

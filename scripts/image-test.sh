@@ -146,6 +146,7 @@ report = {
     "variant": "$VARIANT",
     "base": "$BASE",
     "buildSeconds": $build_seconds,
+    "layersCached": $([ "$(grep -c 'Using cache' "$work/build.log" || true)" -gt 0 ] && echo True || echo False),
     "readySeconds": $ready_seconds,
     "sizeBytes": int("$size" or 0),
     "baseSizeBytes": int("$base_size" or 0),
