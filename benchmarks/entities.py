@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hybridrag.benchmarks.common import machine, markdown_table, now
+from hybridrag.indexing.analysis.bio import bio_spans
 
 TYPE_MAP = {
     "PER": "person",
@@ -56,27 +57,15 @@ def read_conll(path: Path) -> list[Sentence]:
     def flush() -> None:
         if not tokens:
             return
-        text, spans, offset = [], [], 0
-        open_span: list[Any] | None = None
-        for token, tag in tokens:
-            start = offset
-            text.append(token)
-            offset += len(token) + 1
-            prefix, _, label = tag.partition("-")
-            if prefix == "B" or (prefix == "I" and (open_span is None or open_span[2] != label)):
-                if open_span is not None:
-                    spans.append(tuple(open_span))
-                open_span = [start, start + len(token), label]
-            elif prefix == "I" and open_span is not None:
-                open_span[1] = start + len(token)
-            else:
-                if open_span is not None:
-                    spans.append(tuple(open_span))
-                open_span = None
-        if open_span is not None:
-            spans.append(tuple(open_span))
+        starts = [0]
+        for token, _tag in tokens:
+            starts.append(starts[-1] + len(token) + 1)
+        spans = bio_spans([tag for _token, tag in tokens])
         sentences.append(
-            Sentence(" ".join(text), tuple((s, e, TYPE_MAP.get(t, "other")) for s, e, t in spans))
+            Sentence(
+                " ".join(token for token, _tag in tokens),
+                tuple((starts[a], starts[b] - 1, TYPE_MAP.get(kind, "other")) for a, b, kind in spans),
+            )
         )
         tokens.clear()
 

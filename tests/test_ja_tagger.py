@@ -12,6 +12,7 @@ from hybridrag.benchmarks.entities import run_entities
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor
 from hybridrag.indexing.analysis.ja_tagger import (
+    DECODE_REVISION,
     FOLDER,
     MODEL,
     JapaneseTagger,
@@ -71,7 +72,7 @@ def test_the_packaged_model_is_the_one_its_metadata_describes() -> None:
     assert meta["rulesRevision"] == RULES_REVISION  # refit when the rules change: it reads their names
     assert meta["data"]["sentences"] == 2000 and meta["crossValidation"]["typed"]["f1"] >= 0.65
     tagger = packaged_japanese_tagger(RULES_REVISION)
-    assert tagger is not None and tagger.version == "ja-" + meta["sha256"][:12]
+    assert tagger is not None and tagger.version == f"ja-{meta['sha256'][:12]}.{DECODE_REVISION}"
     assert TAGGED.version.endswith("+" + tagger.version) and tagger.version not in RULES.version
 
 

@@ -27,8 +27,13 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from hybridrag.indexing.analysis.bio import bio_spans
+
 FOLDER = Path(__file__).parent / "ja_tagger"
 MODEL = "model.crfsuite"
+#: How tags become names (`decode`, `_balanced`): bumped with any change there. It is part of the tagger's
+#: version beside the model's digest, so that an index re-extracts its names when either changes.
+DECODE_REVISION = 1
 #: (surface, normalized form, part of speech, begin, end): `Analyzer.japanese.morphemes`'s rows.
 Morpheme = tuple[str, str, tuple[str, ...], int, int]
 
@@ -118,20 +123,11 @@ def features(morphemes: Sequence[Morpheme], rules: Sequence[str]) -> list[list[s
 def decode(sentence: str, morphemes: Sequence[Morpheme], tags: Sequence[str]) -> list[tuple[str, str]]:
     """Names (surface, type) from BIO tags; an I- tag after another type (or after O) starts a name. A name
     is trimmed of spaces at its ends and cut at a bracket it does not close ("会議（COP3" -> "会議")."""
-    spans: list[list[Any]] = []
-    open_ = False
-    for (_s, _n, _p, begin, end), tag in zip(morphemes, tags, strict=True):
-        kind = tag[2:]
-        if tag.startswith("I-") and open_ and spans[-1][2] == kind:
-            spans[-1][1] = end
-        elif tag != "O":
-            spans.append([begin, end, kind])
-            open_ = True
-        else:
-            open_ = False
+    if len(tags) != len(morphemes):
+        raise ValueError(f"{len(tags)} tags for {len(morphemes)} morphemes")
     out = []
-    for start, end, kind in spans:
-        name = _balanced(sentence[start:end]).strip()
+    for first, last, kind in bio_spans(tags):
+        name = _balanced(sentence[morphemes[first][3] : morphemes[last - 1][4]]).strip()
         if name:
             out.append((name, kind))
     return out
@@ -163,7 +159,7 @@ class JapaneseTagger:
 
         path = folder / MODEL
         self.meta: dict[str, Any] = json.loads((folder / "model.json").read_text(encoding="utf-8"))
-        self.version = "ja-" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        self.version = f"ja-{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}.{DECODE_REVISION}"
         self._tagger = pycrfsuite.Tagger()
         self._tagger.open(str(path))
         self._lock = threading.Lock()

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from hybridrag.indexing.analysis.bio import bio_spans
+
 FOLDER = Path(__file__).parent / "name_tagger"
 TYPES = {"PER": "person", "ORG": "organization", "LOC": "place"}
 LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")
@@ -177,32 +179,16 @@ class NameTagger:
             start = end
 
     def _decode(self, probs: np.ndarray, offsets: list[tuple[int, int]], firsts: list[int]) -> list[Tag]:
-        """BIO over the words' first pieces; a word's span runs to its last piece. An I- tag with no name of
-        its type open starts one."""
+        """BIO over the words' first pieces (`bio_spans`); a word's span runs to its last piece, a name's
+        certainty is the mean of its words' top probabilities."""
         ends = [*firsts[1:], len(offsets) - 1]
-        tags: list[Tag] = []
-        reading: list[
-            tuple[int, int, str, list[float]]
-        ] = []  # the name open: start, end, type, probabilities
-
-        def close() -> None:
-            if reading:
-                start, end, kind, sure = reading.pop()
-                tags.append(Tag(start, end, TYPES[kind], float(np.mean(sure))))
-
-        for first, nxt in zip(firsts, ends, strict=True):
-            label = self.labels[int(probs[first].argmax())]
-            start, end, sure = offsets[first][0], offsets[nxt - 1][1], float(probs[first].max())
-            kind = label[2:]
-            if label == "O":
-                close()
-            elif label.startswith("B-") or not reading or reading[0][2] != kind:
-                close()
-                reading.append((start, end, kind, [sure]))
-            else:
-                reading[0] = (reading[0][0], end, kind, [*reading[0][3], sure])
-        close()
-        return tags
+        top = probs[firsts].argmax(axis=1)
+        sure = probs[firsts].max(axis=1)
+        labels = [self.labels[int(label)] for label in top]
+        return [
+            Tag(offsets[firsts[a]][0], offsets[ends[b - 1] - 1][1], TYPES[kind], float(np.mean(sure[a:b])))
+            for a, b, kind in bio_spans(labels)
+        ]
 
 
 @cache

@@ -1,0 +1,42 @@
+"""BIO tags to names: one reading shared by the taggers and the benchmark's reader of tagged data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hybridrag.indexing.analysis.bio import bio_spans
+
+
+def test_b_and_i_tags_make_names_and_o_ends_them() -> None:
+    assert bio_spans(["B-person", "I-person", "O", "B-place"]) == [(0, 2, "person"), (3, 4, "place")]
+    assert bio_spans([]) == []
+    assert bio_spans(["O", "O"]) == []
+
+
+def test_a_b_tag_starts_a_new_name_even_of_the_same_type() -> None:
+    assert bio_spans(["B-place", "B-place", "I-place"]) == [(0, 1, "place"), (1, 3, "place")]
+
+
+def test_a_stray_i_tag_starts_a_name() -> None:
+    # After O, after another type, or first in the sentence: taggers emit these and tagged data has them.
+    assert bio_spans(["I-org", "O", "I-org", "I-person", "I-person"]) == [
+        (0, 1, "org"),
+        (2, 3, "org"),
+        (3, 5, "person"),
+    ]
+
+
+def test_a_tag_of_another_scheme_is_outside_every_name() -> None:
+    assert bio_spans(["B-x", "E-x", "I-x"]) == [(0, 1, "x"), (2, 3, "x")]
+
+
+def test_conll_reader_gives_character_spans_of_the_joined_sentence(tmp_path: Path) -> None:
+    from hybridrag.benchmarks.entities import read_conll
+
+    conll = tmp_path / "s.conll"
+    rows = [("0", "Ada", "B-PER"), ("1", "Lovelace", "I-PER"), ("2", "met", "O"), ("3", "Babbage", "I-PER")]
+    conll.write_text("\n".join("\t".join(r) for r in rows) + "\n\n", encoding="utf-8")
+    (sentence,) = read_conll(conll)
+    assert sentence.text == "Ada Lovelace met Babbage"
+    assert [sentence.text[a:b] for a, b, _ in sentence.spans] == ["Ada Lovelace", "Babbage"]
+    assert {kind for _, _, kind in sentence.spans} == {"person"}
