@@ -173,7 +173,9 @@ def run_entities(
     extractor = EntityExtractor(Analyzer(), rules_only=rules_only)
 
     def extract(texts: list[str]) -> list[list[tuple[str, str]]]:
-        return [[(m.surface, m.type) for m in found] for found in extractor.extract_many(texts)]
+        # Node-only names are the graph's, not a claim that something is named there.
+        found = extractor.extract_many(texts)
+        return [[(m.surface, m.type) for m in names if not m.node_only] for names in found]
 
     extractor.extract_many(["warm-up: the tagger loads on its first case-less sentence."])
     results = {}

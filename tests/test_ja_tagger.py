@@ -145,3 +145,74 @@ def test_typed_f1_on_held_back_japanese_sentences_beats_the_rules() -> None:
     assert tagged["typed"]["f1"] >= 0.65 and tagged["typed"]["f1"] >= rules["typed"]["f1"] + 0.1
     for kind in ("person", "organization", "place", "other"):
         assert tagged["perType"][kind]["f1"] >= rules["perType"][kind]["f1"], kind
+
+
+def test_the_rules_names_the_tagger_did_not_keep_are_graph_nodes_that_type_nothing() -> None:
+    from hybridrag.indexing.analysis.entities import chunk_types
+
+    mentions = TAGGED.extract("日本労働組合総同盟が結成された。")
+    typed = [(m.surface, m.type) for m in mentions if not m.node_only]
+    nodes = [(m.surface, m.type) for m in mentions if m.node_only]
+    assert typed == [("日本労働組合総同盟", "organization")]
+    assert nodes == [("日本", "place")]  # the rules' reading: a question naming 日本 still seeds it
+    assert chunk_types(mentions) == ["organization"]  # a filter on places does not take this chunk
+    assert not any(m.node_only for m in RULES.extract("日本労働組合総同盟が結成された。"))
+    # A title is read the same way.
+    title = TAGGED.extract_title("王子製紙釧路工場")
+    assert {(m.surface, m.node_only) for m in title} == {
+        ("王子製紙", False),
+        ("釧路工場", False),
+        ("王子製紙釧路", True),
+    }
+
+
+def test_node_only_mentions_make_nodes_typed_by_the_typed_mentions_first() -> None:
+    from hybridrag.indexing.analysis.entities import Mention
+    from hybridrag.indexing.stores.graph import ChunkMentions, build_graph
+
+    text = "日本労働組合総同盟が結成された。日本の会社。"
+    graph = build_graph(
+        [
+            ChunkMentions(
+                "c1",
+                "f",
+                text,
+                [
+                    Mention("日本労働組合総同盟", "日本労働組合総同盟", "organization", 0, 16),
+                    Mention("日本", "日本", "place", 0, 16, node_only=True),
+                    Mention("総同盟", "総同盟", "other", 0, 16, node_only=True),
+                    Mention("総同盟", "総同盟", "other", 16, 22, node_only=True),
+                    Mention("総同盟", "総同盟", "organization", 16, 22),
+                ],
+            )
+        ]
+    )
+    by_name = {e.name: e for e in graph.entities}
+    assert by_name["日本"].type == "place" and by_name["日本"].chunk_ids == ["c1"]
+    assert by_name["総同盟"].type == "organization" and by_name["総同盟"].mentions == 3
+    assert any(
+        {r.source, r.target} == {by_name["日本"].id, by_name["日本労働組合総同盟"].id}
+        for r in graph.relations
+    )
+
+
+def test_the_mention_table_keeps_node_only_and_reads_an_older_table_as_typed(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from hybridrag.indexing.analysis.entities import Mention
+    from hybridrag.indexing.stores.tables import MENTION_SCHEMA, read_mentions, write_mentions, write_table
+
+    mentions = {"c1": [Mention("a", "A", "place", 0, 5), Mention("b", "B", "other", 0, 5, node_only=True)]}
+    write_mentions(tmp_path / "m.arrow", mentions, ["c1"])
+    assert read_mentions(tmp_path / "m.arrow", {"c1"}) == mentions
+    older = pa.schema([f for f in MENTION_SCHEMA if f.name != "node_only"])
+    row = {
+        "chunk_id": "c1",
+        "key": "a",
+        "surface": "A",
+        "type": "place",
+        "sentence_start": 0,
+        "sentence_end": 5,
+    }
+    write_table(tmp_path / "old.arrow", [row], older)
+    assert read_mentions(tmp_path / "old.arrow", {"c1"}) == {"c1": [Mention("a", "A", "place", 0, 5)]}

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
@@ -143,7 +143,9 @@ _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,6}s?\b")
 class Mention:
     """An entity mention: normalised key, surface form, type, and the sentence (offsets in the chunk).
 
-    Offsets of -1 mark a document-level mention (from the title).
+    Offsets of -1 mark a document-level mention (from the title). A `node_only` mention links its name in
+    the graph but claims no type for its chunk: the Japanese rules' reading of a name that the tagger bounded
+    otherwise (`JapaneseTagger.read`).
     """
 
     key: str
@@ -151,6 +153,12 @@ class Mention:
     type: str
     sentence_start: int
     sentence_end: int
+    node_only: bool = False
+
+
+def chunk_types(mentions: Iterable[Mention]) -> list[str]:
+    """The entity types a chunk is filtered by: those its typed mentions claim (sorted)."""
+    return sorted({m.type for m in mentions if not m.node_only})
 
 
 class NameSpan(NamedTuple):
@@ -282,8 +290,9 @@ class EntityExtractor:
             mentions: list[Mention] = []
             for start, end, sentence, how in sentences:
                 if how == "japanese":
-                    found = self.japanese(sentence)
-                elif how == "cased":
+                    mentions.extend(self._japanese_mentions(sentence, start, end))
+                    continue
+                if how == "cased":
                     found = self._english(sentence)
                 else:
                     found = self._case_free(sentence, tagged.get(sentence, ()))
@@ -300,11 +309,11 @@ class EntityExtractor:
         if not title.strip():
             return []
         if has_japanese(title):
-            found = self.japanese(title)
-            if not found and len(title) <= 20:
-                found = [(title.strip(), OTHER)]
-        else:
-            found = self._english_title(unicodedata.normalize("NFKC", title).strip())
+            mentions = self._japanese_mentions(title, -1, -1)
+            if not mentions and len(title) <= 20:
+                mentions = [Mention(normalize_name(title.strip()), title.strip(), OTHER, -1, -1)]
+            return mentions
+        found = self._english_title(unicodedata.normalize("NFKC", title).strip())
         return [Mention(normalize_name(s), s, t, -1, -1) for s, t in found]
 
     def _case_free(self, sentence: str, tags: Sequence[Tag]) -> list[tuple[str, str]]:
@@ -417,9 +426,19 @@ class EntityExtractor:
     def japanese(self, sentence: str) -> list[tuple[str, str]]:
         """Names in a Japanese sentence, with their types: the Japanese tagger's reading of the rules' names
         (the rules' alone without it)."""
+        return self._japanese_names(sentence)[0]
+
+    def _japanese_names(self, sentence: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """`japanese`'s names, and the rules' names the tagger did not keep (graph nodes only)."""
         morphemes = self._analyzer.japanese.morphemes(sentence)
         names = self.japanese_rules(sentence, morphemes)
-        return names if self._japanese is None else self._japanese.names(sentence, morphemes, names)
+        return (names, []) if self._japanese is None else self._japanese.read(sentence, morphemes, names)
+
+    def _japanese_mentions(self, sentence: str, start: int, end: int) -> list[Mention]:
+        names, nodes = self._japanese_names(sentence)
+        return [Mention(normalize_name(s), s, t, start, end) for s, t in names] + [
+            Mention(normalize_name(s), s, t, start, end, node_only=True) for s, t in nodes
+        ]
 
     def japanese_rules(
         self, sentence: str, morphemes: Sequence[Morpheme] | None = None
@@ -583,7 +602,7 @@ def _resolve_aliases(mentions: list[Mention]) -> list[Mention]:
     for m in mentions:
         full = by_last.get(m.key) if " " not in m.key else None
         if full is not None and full.key != m.key:
-            out.append(Mention(full.key, m.surface, PERSON, m.sentence_start, m.sentence_end))
+            out.append(replace(m, key=full.key, type=PERSON))
         else:
             out.append(m)
     return out

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from hybridrag.indexing.analysis.analyzers import Analyzer
-from hybridrag.indexing.analysis.entities import EntityExtractor, Mention
+from hybridrag.indexing.analysis.entities import EntityExtractor, Mention, chunk_types
 from hybridrag.indexing.analysis.text import chunk_text, content_hash
 from hybridrag.indexing.documents.sources import Document, SkippedItem, SourceReport, iter_documents
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL, Embedder, load_embedder
@@ -472,7 +472,7 @@ class IndexBuilder:
                         for c, chunk_mentions in zip(piece, found, strict=True):
                             mentions[c.chunk_id] = title_mentions[c.doc_id] + chunk_mentions
                 for c in extract:
-                    types = sorted({m.type for m in mentions[c.chunk_id]})
+                    types = chunk_types(mentions[c.chunk_id])
                     if reextract and types != list(c.entity_types):
                         retyped.append(c)
                     c.entity_types = types

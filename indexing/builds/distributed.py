@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hybridrag.indexing.analysis.entities import Mention
+from hybridrag.indexing.analysis.entities import Mention, chunk_types
 from hybridrag.indexing.builds.build import (
     BuildConfig,
     Passages,
@@ -157,7 +157,7 @@ def _chunk_rows(config: dict[str, Any]) -> Any:
                 "pages": json.dumps(c.pages),  # a string: blocks whose lists are all empty have no list type
                 "date": doc.date or "",
                 "mentions": json.dumps([asdict(m) for m in found]),
-                "entity_types": json.dumps(sorted({m.type for m in found})),
+                "entity_types": json.dumps(chunk_types(found)),
                 "embed_text": embedding_text(doc.title, c.text),
             }
             for c, found in zip(chunks, mentions_of(doc, chunks), strict=True)

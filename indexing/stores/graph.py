@@ -297,6 +297,7 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     # Case-less sentences' names leave before the links: a title's name found in case-less text stays.
     chunks = link_title_spans(link_corpus_phrases(link_title_names([_graph_mentions(c) for c in chunks])))
     types: dict[str, Counter[str]] = defaultdict(Counter)
+    node_types: dict[str, Counter[str]] = defaultdict(Counter)  # of node-only mentions
     surfaces: dict[str, Counter[str]] = defaultdict(Counter)
     entity_chunks: dict[str, dict[str, None]] = defaultdict(dict)
     entity_files: dict[str, dict[str, None]] = defaultdict(dict)
@@ -312,7 +313,7 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
         by_sentence: dict[tuple[int, int], set[str]] = defaultdict(set)
         title_keys = {m.key for m in chunk.mentions if m.sentence_start < 0}
         for m in chunk.mentions:
-            types[m.key][m.type] += 1
+            (node_types if m.node_only else types)[m.key][m.type] += 1
             surfaces[m.key][m.surface] += 1
             entity_chunks[m.key][chunk.chunk_id] = None
             entity_files[m.key][chunk.file_id] = None
@@ -340,18 +341,20 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
                         pair_evidence[pair].append({"chunkId": chunk.chunk_id, "start": start, "end": end})
         sentences_by_chunk[chunk.chunk_id] = chunk_sentences
 
-    keys = sorted(types)  # stable node order
+    keys = sorted(types.keys() | node_types.keys())  # stable node order
     entities = []
     for key in keys:
         name = surfaces[key].most_common(1)[0][0]
-        # Majority type; ties resolved by a fixed preference so builds are reproducible.
-        top = max(types[key].items(), key=lambda kv: (kv[1], kv[0] != "other", kv[0]))[0]
+        # Majority type of the typed mentions (of the node-only ones where none is typed); ties resolved by
+        # a fixed preference so builds are reproducible.
+        counted = types.get(key) or node_types[key]
+        top = max(counted.items(), key=lambda kv: (kv[1], kv[0] != "other", kv[0]))[0]
         entities.append(
             Entity(
                 id=entity_id(key),
                 name=name,
                 type=top,
-                mentions=sum(types[key].values()),
+                mentions=sum(types.get(key, {}).values()) + sum(node_types.get(key, {}).values()),
                 chunk_ids=list(entity_chunks[key]),
                 file_ids=list(entity_files[key]),
                 description=descriptions[key],

@@ -138,6 +138,8 @@ MENTION_SCHEMA = pa.schema(
         ("type", pa.string()),
         ("sentence_start", pa.int32()),
         ("sentence_end", pa.int32()),
+        # Added with the Japanese tagger's node-only names; a table written before reads as all False.
+        ("node_only", pa.bool_()),
     ]
 )
 
@@ -152,6 +154,7 @@ def write_mentions(path: Path, mentions: dict[str, list[Mention]], chunk_order: 
             "type": m.type,
             "sentence_start": m.sentence_start,
             "sentence_end": m.sentence_end,
+            "node_only": m.node_only,
         }
         for cid in chunk_order
         for m in mentions.get(cid, ())
@@ -164,6 +167,13 @@ def read_mentions(path: Path, keep: set[str]) -> dict[str, list[Mention]]:
     for row in read_table(path).to_pylist():
         if row["chunk_id"] in keep:
             out.setdefault(row["chunk_id"], []).append(
-                Mention(row["key"], row["surface"], row["type"], row["sentence_start"], row["sentence_end"])
+                Mention(
+                    row["key"],
+                    row["surface"],
+                    row["type"],
+                    row["sentence_start"],
+                    row["sentence_end"],
+                    bool(row.get("node_only")),
+                )
             )
     return out
