@@ -827,3 +827,49 @@ def test_walk_reach_and_path_parents_match_node_by_node_references(
         rows = rng.integers(0, 60, size=int(rng.integers(0, 15)))
         assert row_indices(m, rows).tolist() == m[rows].indices.tolist()
         assert row_lengths(m.indptr, rows).tolist() == [m[int(r)].nnz for r in rows]
+
+
+def test_japanese_node_only_names_survive_an_incremental_add_as_a_full_build_makes_them(
+    tmp_path: Path,
+) -> None:
+    """The rules' names the Japanese tagger bounded otherwise are stored as node-only mentions: an add
+    (which reads the earlier chunks' mentions from the table) gives the graph and the filter columns a full
+    build gives."""
+    from hybridrag.indexing.stores.tables import CHUNKS, MENTIONS, read_mentions, read_table
+
+    docs = [
+        {"_id": "a", "title": "結成", "text": "日本労働組合総同盟が結成された。"},
+        {"_id": "b", "title": "工場", "text": "王子製紙釧路工場で働いた。"},
+    ]
+
+    def folder(name: str, rows: list[dict[str, str]]) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        (path / "d.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8"
+        )
+        return path
+
+    full = tmp_path / "full"
+    IndexBuilder(full, BuildConfig(embedding_model=None)).build(folder("both", docs))
+    step = tmp_path / "step"
+    builder = IndexBuilder(step, BuildConfig(embedding_model=None))
+    builder.build(folder("first", docs[:1]))
+    builder.add(folder("second", docs[1:]))
+
+    def state(index_dir: Path) -> tuple[set[tuple[str, str]], dict[str, list[str]], set[tuple[str, bool]]]:
+        path = versions.current_version(index_dir).path
+        graph, _ = GraphData.load(path / "graph")
+        table = read_table(path / CHUNKS)
+        types = dict(
+            zip(table.column("doc_id").to_pylist(), table.column("entity_types").to_pylist(), strict=True)
+        )
+        ids = set(table.column("chunk_id").to_pylist())
+        stored = {(m.surface, m.node_only) for ms in read_mentions(path / MENTIONS, ids).values() for m in ms}
+        return {(e.name, e.type) for e in graph.entities}, types, stored
+
+    assert state(step) == state(full)
+    entities, types, stored = state(full)
+    assert ("日本", "place") in entities and ("日本", True) in stored  # a node, from a node-only mention
+    assert ("王子製紙釧路", True) in stored and ("王子製紙", False) in stored
+    assert "place" not in types["a"]  # 日本 types nothing: the tagger's name is an organisation
