@@ -235,7 +235,7 @@ class SearchEngine(IndexLifecycle):
             precomputed = self.embed_queries([request.text])[0]
         deadline = started + self.settings.search_budget_s
         with self._admission.held(max(0.0, deadline - time.perf_counter())):
-            return self._answer(request, request_id, index, precomputed, started)
+            return self._answer(request, request_id, index, precomputed, started, deadline)
 
     def _answer(
         self,
@@ -244,11 +244,10 @@ class SearchEngine(IndexLifecycle):
         index: LoadedIndex | None,
         precomputed: np.ndarray | None,
         started: float,
+        deadline: float,
     ) -> SearchResult:
-        ranking = self.rank(
-            request, started + self.settings.search_budget_s, index=index, precomputed=precomputed
-        )
-        rerank_scores = self.rerank(request, ranking, started + self.settings.search_budget_s)
+        ranking = self.rank(request, deadline, index=index, precomputed=precomputed)
+        rerank_scores = self.rerank(request, ranking, deadline)
         index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
         by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}
         trace = retrieved["graph"].trace if "graph" in retrieved else None
