@@ -37,8 +37,7 @@ from hybridrag.indexing.analysis.ja_tagger import (
     Morpheme,
     bio,
     decode,
-    features,
-    rule_spans,
+    sentence_features,
 )
 
 # Cross-validated on the first 2,000 sentences (typed F1, c2 0.05): c1 0.02 / 0.05 / 0.1 / 0.2: 0.7095 /
@@ -63,7 +62,7 @@ def examples(sentences: Sequence[Sentence]) -> list[Example]:
     for s in sentences:
         morphemes = analyzer.japanese.morphemes(s.text)
         names = rules.japanese_rules(s.text, morphemes)
-        x = features(morphemes, bio(morphemes, rule_spans(s.text, names)))
+        x = sentence_features(s.text, morphemes, names)
         out.append(Example(s, morphemes, x, bio(morphemes, s.spans)))
     return out
 

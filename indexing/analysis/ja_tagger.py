@@ -121,6 +121,14 @@ def features(morphemes: Sequence[Morpheme], rules: Sequence[str]) -> list[list[s
     return out
 
 
+def sentence_features(
+    sentence: str, morphemes: Sequence[Morpheme], rules: Sequence[tuple[str, str]]
+) -> list[list[str]]:
+    """The CRF's input for a sentence: `features` with the rules' names (surface, type) as BIO tags. The
+    tagger and its fitting script both read sentences through this, so fit and use never differ."""
+    return features(morphemes, bio(morphemes, rule_spans(sentence, rules)))
+
+
 def decode(sentence: str, morphemes: Sequence[Morpheme], tags: Sequence[str]) -> list[tuple[str, str]]:
     """Names (surface, type) from BIO tags; an I- tag after another type (or after O) starts a name. A name
     is trimmed of spaces at its ends and cut at a bracket it does not close ("会議（COP3" -> "会議")."""
@@ -175,7 +183,7 @@ class JapaneseTagger:
         """The sentence's names, given its morphemes and the rules' names (surface, type)."""
         if not morphemes:
             return []
-        x = features(morphemes, bio(morphemes, rule_spans(sentence, rules)))
+        x = sentence_features(sentence, morphemes, rules)
         with self._lock:
             tags = self._tagger.tag(x)
         return decode(sentence, morphemes, tags)
