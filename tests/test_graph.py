@@ -101,8 +101,52 @@ def test_normalisation_merges_width_and_case() -> None:
 
 def _chunk(chunk_id: str, title: str, text: str) -> ChunkMentions:
     return ChunkMentions(
-        chunk_id, "f-" + chunk_id, text, EXTRACTOR.extract_title(title) + EXTRACTOR.extract(text)
+        chunk_id, "f-" + chunk_id, text, EXTRACTOR.extract_title(title) + EXTRACTOR.extract(text), title
     )
+
+
+def test_passages_lead_the_walk_to_the_entities_with_an_article_elsewhere(tmp_path: Path) -> None:
+    """An entity a document's whole title names has an article in the corpus; from any other passage that
+    mentions it, the walk's step to it weighs `ARTICLE_WEIGHT` more than to a name without one."""
+    from hybridrag.indexing.stores.graph_arrays import ARTICLE_WEIGHT, GraphArrays, ListOrder
+
+    chunks = [
+        _chunk("a", "Trent Reznor", "Trent Reznor is an American singer and record producer."),
+        _chunk(
+            "b",
+            "Natural Born Killers (soundtrack)",
+            "The soundtrack was produced by Trent Reznor. Oliver Stone directed the film in Arizona.",
+        ),
+        _chunk("c", "", "Deserts lie in Arizona, wrote Oliver Stone."),
+    ]
+    graph = build_graph(chunks)
+    by_key = {normalize_name(e.name): e for e in graph.entities}
+    # The whole title, less its disambiguation, names the article; a name inside a longer title does not.
+    assert by_key["trent reznor"].article and by_key["natural born killers"].article
+    assert not by_key["oliver stone"].article and not by_key["arizona"].article
+    arrays = GraphArrays.derive(graph, ListOrder([c.chunk_id for c in chunks]))
+    index = {e.id: i for i, e in enumerate(graph.entities)}
+    ne = len(graph.entities)
+    transition = arrays.transition_t.T.tocsr()  # rows: from, columns: to
+
+    def step(chunk: int, key: str) -> float:
+        return float(transition[ne + chunk, index[by_key[key].id]])
+
+    # From passage b: to Reznor (his article is a) ARTICLE_WEIGHT + 1 times the step to Oliver Stone; to its
+    # own subject (b is its article) as to any name.
+    assert step(1, "trent reznor") == pytest.approx((1 + ARTICLE_WEIGHT) * step(1, "oliver stone"))
+    assert step(1, "natural born killers") == pytest.approx(step(1, "oliver stone"))
+    # A passage whose names have no article elsewhere walks to each alike, as before.
+    assert step(2, "oliver stone") > 0 and step(2, "oliver stone") == pytest.approx(step(2, "arizona"))
+    assert [normalize_name(e.name) for e in build_graph(chunks[1:]).entities if e.article] == [
+        "natural born killers"
+    ]
+    # Stored apart from the entities' fields, so code that predates the flag still loads the graph.
+    graph.save(tmp_path, None)
+    stored = json.loads((tmp_path / "graph.json").read_text("utf-8"))
+    assert all("article" not in e for e in stored["entities"])
+    assert sorted(stored["articles"]) == sorted(e.id for e in graph.entities if e.article)
+    assert GraphData.load(tmp_path)[0].entities == graph.entities
 
 
 def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:

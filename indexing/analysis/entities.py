@@ -135,7 +135,7 @@ _PROPER_CLASS = {"人名": PERSON, "地名": PLACE, "組織": ORGANIZATION}
 _CAP_SEQ = re.compile(
     r"\b(?:[A-Z][\w’'\-]*|[A-Z]{2,})(?:\.?\s+(?:(?:of|de|da|del|von|van|der|du|la|le)\s+)?(?:[A-Z][\w’'\-]*))*"
 )
-_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
+DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,6}s?\b")
 
 
@@ -338,7 +338,7 @@ class EntityExtractor:
             return self._english(text, title_case=True)
         # No case to read names from: a short title names its subject, without a trailing disambiguation
         # ("scott howell (political consultant)"), as capitalisation would read it.
-        text = _DISAMBIGUATION.sub("", text)
+        text = DISAMBIGUATION.sub("", text)
         if len(text) < 2 or len(text.split()) > TITLE_NAME_MAX_WORDS:
             return []
         known = packaged_lexicon().get(text.lower())

@@ -552,7 +552,10 @@ class IndexBuilder:
         if config.graph:
             with stages.timed("graph"):
                 graph = build_graph(
-                    ChunkMentions(c.chunk_id, c.file_id, c.text, mentions.get(c.chunk_id, ())) for c in chunks
+                    ChunkMentions(
+                        c.chunk_id, c.file_id, c.text, mentions.get(c.chunk_id, ()), titles[c.doc_id]
+                    )
+                    for c in chunks
                 )
                 write_mentions(staging / MENTIONS, mentions, [c.chunk_id for c in chunks])
             community_vectors = entity_vectors = None

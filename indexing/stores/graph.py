@@ -29,7 +29,14 @@ from typing import Any
 import numpy as np
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
-from hybridrag.indexing.analysis.entities import OTHER, TITLE_NAME_MAX_WORDS, Mention, casing_informative
+from hybridrag.indexing.analysis.entities import (
+    DISAMBIGUATION,
+    OTHER,
+    TITLE_NAME_MAX_WORDS,
+    Mention,
+    casing_informative,
+    normalize_name,
+)
 from hybridrag.indexing.analysis.phrases import NameDictionary, corpus_phrases
 from hybridrag.indexing.analysis.text import content_hash, has_japanese
 
@@ -41,7 +48,9 @@ GRAPH_JSON = "graph.json"
 # 5: so are the corpus' case-free phrases (`link_corpus_phrases`).
 # 6: the names found in English text without letter case type their chunks but make no node
 # (`_graph_mentions`).
-GRAPH_FORMAT = 6
+# 7: an entity records whether a document of the corpus is its article (`Entity.article`): from a passage,
+# the walk goes mostly to the entities that have an article elsewhere.
+GRAPH_FORMAT = 7
 TITLE_SPAN_MIN_WORDS = 2
 COMMUNITY_VECTORS = "community_vectors.npy"
 ENTITY_VECTORS = "entity_vectors.npy"
@@ -70,6 +79,9 @@ class Entity:
     aliases: list[str] = field(default_factory=list)
     # Chunks whose document title names this entity (graphs built before this field read as none).
     title_chunk_ids: list[str] = field(default_factory=list)
+    # A document's whole title is this name: the corpus has an article about it (older graphs: False).
+    # graph.json lists these entities apart ("articles"), so code that predates the flag still loads it.
+    article: bool = False
 
 
 @dataclass(slots=True)
@@ -116,8 +128,12 @@ class GraphData:
         entity_vectors: np.ndarray | None = None,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
+        entities = [asdict(e) for e in self.entities]
+        for e in entities:
+            e.pop("article")  # listed apart below: code that predates the flag still reads this file
         data = {
-            "entities": [asdict(e) for e in self.entities],
+            "entities": entities,
+            "articles": [e.id for e in self.entities if e.article],
             "relations": [asdict(r) for r in self.relations],
             "communities": [asdict(c) for c in self.communities],
             "synonyms": [asdict(s) for s in self.synonyms],
@@ -150,8 +166,9 @@ class GraphData:
     @classmethod
     def load(cls, folder: Path) -> tuple[GraphData, np.ndarray | None]:
         data = json.loads((folder / GRAPH_JSON).read_text("utf-8"))
+        articles = set(data.get("articles", ()))
         graph = cls(
-            [Entity(**e) for e in data["entities"]],
+            [Entity(**e, article=e["id"] in articles) for e in data["entities"]],
             [Relation(**r) for r in data["relations"]],
             [Community(**c) for c in data["communities"]],
             [Synonym(**s) for s in data.get("synonyms", [])],
@@ -177,6 +194,7 @@ class ChunkMentions:
     file_id: str
     text: str
     mentions: Sequence[Mention]
+    title: str = ""  # the chunk's document title
 
 
 def entity_id(key: str) -> str:
@@ -292,6 +310,12 @@ def _cased_or_japanese(sentence: str) -> bool:
     return casing_informative(sentence) or has_japanese(sentence)
 
 
+def article_key(title: str) -> str:
+    """The name a document's whole title spells, less a trailing disambiguation ("Mercury (planet)"),
+    normalised as names are; "" for no title."""
+    return normalize_name(DISAMBIGUATION.sub("", title).strip()) if title.strip() else ""
+
+
 def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities."""
     # Case-less sentences' names leave before the links: a title's name found in case-less text stays.
@@ -306,12 +330,16 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     pair_count: Counter[tuple[str, str]] = Counter()
     pair_chunks: dict[tuple[str, str], dict[str, None]] = defaultdict(dict)
     pair_evidence: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    articles: set[str] = set()  # names a document's whole title spells
     sentence_count = 0
     entity_sentences: Counter[str] = Counter()
     sentences_by_chunk: dict[str, list[tuple[str, set[str]]]] = {}
     for chunk in chunks:
         by_sentence: dict[tuple[int, int], set[str]] = defaultdict(set)
         title_keys = {m.key for m in chunk.mentions if m.sentence_start < 0}
+        whole = article_key(chunk.title)
+        if whole in title_keys:
+            articles.add(whole)
         for m in chunk.mentions:
             (node_types if m.node_only else types)[m.key][m.type] += 1
             surfaces[m.key][m.surface] += 1
@@ -360,6 +388,7 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
                 description=descriptions[key],
                 aliases=sorted(s for s in surfaces[key] if s != name),
                 title_chunk_ids=list(entity_title_chunks[key]),
+                article=key in articles,
             )
         )
     relations = []
