@@ -337,8 +337,7 @@ def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     for chunk in chunks:
         by_sentence: dict[tuple[int, int], set[str]] = defaultdict(set)
         title_keys = {m.key for m in chunk.mentions if m.sentence_start < 0}
-        whole = article_key(chunk.title)
-        if whole in title_keys:
+        if title_keys and (whole := article_key(chunk.title)) in title_keys:
             articles.add(whole)
         for m in chunk.mentions:
             (node_types if m.node_only else types)[m.key][m.type] += 1
