@@ -92,6 +92,10 @@ _MESSAGES: dict[str, Template] = {
         "Content-Type は application/json である必要があります",
         "Content-Type must be application/json",
     ),
+    "unsupported_media_type_documents": (
+        "Content-Type は application/json または multipart/form-data（フィールド名 files）である必要があります",
+        "Content-Type must be application/json or multipart/form-data (form field `files`)",
+    ),
     "body_too_large": (
         "リクエストが大きすぎます（上限 {limit} バイト）",
         "Request body too large (limit {limit} bytes)",

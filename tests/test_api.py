@@ -358,3 +358,50 @@ def test_a_note_says_which_rule_set_the_weights(client: TestClient) -> None:
     chosen = {"rerankEnabled": False, "weights": {"keyword": 0.4, "semantic": 0.4, "graph": 0.2}}
     explicit = search(client, {"text": "Who founded Toyota?", "options": chosen})
     assert not [n for n in explicit["notes"] if n["stage"] == "fusion"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/documents/", "/v1/chunks/", "/v1/search/", "/readyz/", "/ui/", "/v1/tasks/", "/docs/"]
+)
+def test_a_stray_slash_is_a_404_problem_never_a_redirect_built_from_host(
+    live_service: str, path: str
+) -> None:
+    """Starlette's slash redirect took its Location from the Host header (`Host: evil.example` sent the
+    caller there); every route now answers such a path with a 404 problem and no Location."""
+    import httpx
+
+    method = "POST" if path == "/v1/search/" else "GET"
+    answer = httpx.request(
+        method, f"{live_service}{path}", headers={"Host": "evil.example"}, json={"text": "Sony"}, timeout=10
+    )
+    assert answer.status_code == 404, (path, answer.status_code, answer.headers)
+    assert "location" not in answer.headers
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert answer.json()["status"] == 404 and "evil.example" not in answer.text
+
+
+def test_an_index_built_without_embeddings_is_served_with_the_matching_setting(
+    tmp_path: Path, serve: Any
+) -> None:
+    """`--embedding-model none` builds a keyword + graph index; `HYBRIDRAG_EMBEDDING_MODEL=none` serves it:
+    ready, with `semantic` said to be unavailable in /readyz and in a search's notes."""
+    import httpx
+
+    from hybridrag.cli.commands import SAMPLE_CORPUS
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+    from hybridrag.pipeline.engine import SearchEngine
+
+    index = tmp_path / "index"
+    IndexBuilder(index, BuildConfig(embedding_model=None)).build(SAMPLE_CORPUS)
+    settings = Settings(index_dir=index, embedding_model="none", reload_interval_s=0, _env_file=None)  # type: ignore[call-arg]
+    url = serve(create_app(settings, SearchEngine(settings), wait=True))
+    ready = httpx.get(f"{url}/readyz")
+    assert ready.status_code == 200, ready.text
+    body = ready.json()
+    assert body["status"] == "ready" and "semantic" in body["unavailable"]
+    assert "none" in body["components"]["embedder"]["detail"]
+    hits = httpx.post(f"{url}/v1/search", json={"text": "Who founded Sony?", "options": {"limit": 3}}).json()
+    assert "Sony" in hits["results"][0]["metadata"]["title"]
+    assert any(n["stage"] == "semantic" and n["status"] == "skipped" for n in hits["notes"]), hits["notes"]
+    only = httpx.post(f"{url}/v1/search", json={"text": "Sony", "options": {"strategies": ["semantic"]}})
+    assert only.status_code == 200 and only.json()["results"] == []

@@ -50,7 +50,8 @@ def write_corpus(folder: Path) -> Path:
         json.dumps({"_id": "j4", "text": "bad date", "date": "yesterday"}),
     ]
     (folder / "d.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
-    (folder / "e.md").write_bytes(b"\xff\xfe not utf-8 \xff")
+    # Binary bytes no encoding reads as text (b"\xff\xfe..." would be UTF-16 with its byte-order mark).
+    (folder / "e.md").write_bytes(b"not text \x00\x81\x8d\x8f\x90\x9d\xff\x00")
     (folder / "ignored.bin").write_bytes(b"\x00binary")  # not a format we read: passed over silently
     (folder / "bad.pdf").write_bytes(b"%PDF")  # a format we read, but damaged: reported
     return folder
@@ -74,7 +75,7 @@ def test_build_reads_every_format_and_reports_bad_input(tmp_path: Path, corpus: 
     assert "d.jsonl:3: empty document" in skipped
     assert "d.jsonl:5: a line must be a JSON object" in skipped
     assert "d.jsonl:6: invalid date 'yesterday'" in skipped
-    assert "e.md: unreadable" in skipped
+    assert "e.md: undecodable bytes" in skipped
     assert "bad.pdf: damaged or truncated PDF" in skipped
     assert len(summary.skipped) == 6
     docs = {r["doc_id"]: r for r in read_table(Path(summary.path) / DOCUMENTS).to_pylist()}

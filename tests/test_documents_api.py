@@ -375,3 +375,122 @@ def test_finished_tasks_are_forgotten_after_their_time(tmp_path: Path) -> None:
     assert store.prune(3600) == 1
     assert store.get(old.task_id) is None and store.get(queued.task_id) and store.get(fresh.task_id)
     assert not store.payload_dir(old.task_id).exists()
+
+
+def _upload(url: str, files: list[tuple[str, bytes]]) -> dict[str, Any]:
+    answer = httpx.post(
+        f"{url}/v1/documents", files=[("files", (name, data)) for name, data in files], headers=_h(WRITE)
+    )
+    assert answer.status_code == 202, answer.text
+    return _wait(url, answer.json())
+
+
+def test_text_files_in_other_encodings_are_read_and_say_which(writable: str) -> None:
+    """Shift_JIS (CP932), EUC-JP, cp1252 and UTF-16 with a byte-order mark are read (an HTML page without a
+    declared charset too), the encoding is in the document's metadata, and only undecodable bytes are
+    refused, with that reason."""
+    files = [
+        (
+            "議事録.txt",
+            "# 浜松の楽器\n\n浜松市はヤマハと河合楽器製作所の本社がある楽器の街である。\n".encode("cp932"),
+        ),
+        (
+            "euc.md",
+            "# 有田焼\n\n有田焼は佐賀県有田町で作られる磁器で、伊万里港から輸出された。\n".encode("euc_jp"),
+        ),
+        (
+            "cafe.txt",
+            "Café Procope in Paris served crème brûlée to Voltaire, naïvely “famous”.\n".encode("cp1252"),
+        ),
+        (
+            "notepad.md",
+            "# Zeppelin\n\nThe Zeppelin LZ 129 Hindenburg burned at Lakehurst in 1937.\n".encode("utf-16"),
+        ),
+        (
+            "page.html",
+            "<html><head><title>信楽焼</title></head><body><article><p>信楽焼は滋賀県甲賀市信楽で作られる陶器で、"
+            "狸の置物で知られている。日本六古窯の一つに数えられる。</p></article></body></html>".encode(
+                "cp932"
+            ),
+        ),
+        ("binary.txt", bytes(range(256)) * 8),
+    ]
+    done = _upload(writable, files)
+    outcomes = {d["source"]: d for d in done["documents"]}
+    expected = {
+        "議事録.txt": "cp932",
+        "euc.md": "euc_jp",
+        "cafe.txt": "cp1252",
+        "notepad.md": "utf-16",
+        "page.html": "cp932",
+    }
+    for name, encoding in expected.items():
+        assert outcomes[name]["status"] == "added", outcomes[name]
+        doc = httpx.get(f"{writable}/v1/documents/{outcomes[name]['id']}", headers=_h(READ)).json()
+        assert doc["metadata"]["encoding"] == encoding, (name, doc["metadata"])
+        assert "\ufffd" not in doc["text"]
+    assert outcomes["binary.txt"]["status"] == "refused"
+    assert outcomes["binary.txt"]["reason"].startswith("undecodable bytes"), outcomes["binary.txt"]
+    for query, title in (
+        ("ヤマハ 河合楽器", "浜松の楽器"),
+        ("伊万里", "有田焼"),
+        ("crème brûlée Voltaire", "cafe"),
+        ("Hindenburg Lakehurst", "Zeppelin"),
+        ("狸の置物", "信楽焼"),
+    ):
+        hits = _search(writable, query, "keyword")
+        assert hits and hits[0]["metadata"]["title"] == title, (query, [h["metadata"]["title"] for h in hits])
+    # A UTF-8 file says nothing about its encoding: documents read before keep their fingerprints.
+    plain = _upload(writable, [("plain.txt", b"Plain UTF-8 text about the Seto Ohashi bridge.")])
+    doc_id = plain["documents"][0]["id"]
+    doc = httpx.get(f"{writable}/v1/documents/{doc_id}", headers=_h(READ)).json()
+    assert "encoding" not in doc["metadata"]
+
+
+def test_an_upload_is_known_by_its_file_name_not_the_clients_path(writable: str) -> None:
+    """The client's folders (and control characters) are not kept: `fileId` is the normalised base name, and
+    the same bytes sent under another path are the same document (`unchanged`)."""
+    data = b"# Kintai Bridge\n\nThe Kintai Bridge in Iwakuni is a wooden arch bridge of five spans.\n"
+    first = _upload(writable, [("../../../../tmp/x/kintai.md", data)])
+    outcome = first["documents"][0]
+    assert outcome["status"] == "added" and outcome["source"] == "kintai.md"
+    doc = httpx.get(f"{writable}/v1/documents/{outcome['id']}", headers=_h(READ)).json()
+    assert doc["fileId"] == "kintai.md"
+    again = _upload(writable, [("kintai.md", data), ("C:\\Users\\me\\kintai.md", data)])
+    assert [d["status"] for d in again["documents"]] == ["unchanged", "unchanged"]
+    hits = _search(writable, "Kintai Bridge Iwakuni", "keyword")
+    assert hits[0]["metadata"]["title"] == "Kintai Bridge"
+    body = {
+        "text": "Kintai Bridge",
+        "filters": {"fileIds": ["kintai.md"]},
+        "options": {"strategies": ["keyword"]},
+    }
+    filtered = httpx.post(f"{writable}/v1/search", json=body, headers=_h(READ)).json()
+    assert {r["metadata"]["docId"] for r in filtered["results"]} == {outcome["id"]}
+    odd = _upload(
+        writable,
+        [
+            ("notes\x1b[31m\u202e.md", b"# Odd\n\nA file name with control characters.\n"),
+            ("a" * 400 + ".md", b"# Long\n\nA file with a very long name.\n"),
+        ],
+    )
+    sources = [d["source"] for d in odd["documents"]]
+    assert sources[0] == "notes[31m.md"
+    assert len(sources[1]) == 255 and sources[1].endswith(".md")
+
+
+def test_the_415_names_both_accepted_types(writable: str) -> None:
+    answer = httpx.post(
+        f"{writable}/v1/documents",
+        content=b"text",
+        headers={**_h(WRITE), "Content-Type": "text/plain", "Accept-Language": "en"},
+    )
+    assert answer.status_code == 415
+    error = answer.json()["errors"][0]
+    assert error["path"] == "body"
+    assert "application/json" in error["message"] and "multipart/form-data" in error["message"]
+    assert "files" in error["message"]
+    japanese = httpx.post(
+        f"{writable}/v1/documents", content=b"text", headers={**_h(WRITE), "Content-Type": "text/plain"}
+    )
+    assert "multipart/form-data" in japanese.json()["errors"][0]["message"]

@@ -231,3 +231,44 @@ def test_extraction_benchmark_compares_two_extractors(tmp_path: Path) -> None:
     assert set(by_name) == {"pypdf", "pypdfium2"}
     assert by_name["pypdf"]["arabicLogicalOrder"] and by_name["pypdf"]["columnsInOrder"]
     assert by_name["pypdf"]["files"] == 9 and by_name["pypdf"]["pagesPerS"] > 0
+
+
+def test_index_build_reads_text_files_in_their_own_encoding(tmp_path: Path) -> None:
+    """`index build` of a folder of Shift_JIS, EUC-JP, cp1252 and UTF-16 files: all indexed, each saying
+    its encoding; a binary file named .txt is reported as undecodable and skipped."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    texts = {
+        "sjis.txt": ("浜松市はヤマハと河合楽器製作所の本社がある楽器の街である。", "cp932"),
+        "eucjp.md": ("# 有田焼\n\n有田焼は佐賀県有田町で作られる磁器である。", "euc_jp"),
+        "latin.txt": ("Café Procope served crème brûlée to Voltaire.", "cp1252"),
+        "wide.txt": ("The Hindenburg burned at Lakehurst in 1937 — “Oh, the humanity”.", "utf-16"),
+        "plain.md": ("# Plain\n\nUTF-8 text about the Seto Ohashi bridge.", "utf-8"),
+    }
+    for name, (text, encoding) in texts.items():
+        (folder / name).write_bytes(text.encode(encoding))
+    (folder / "noise.txt").write_bytes(bytes(range(256)) * 8)
+    result = CliRunner().invoke(
+        app,
+        [
+            "index",
+            "build",
+            str(folder),
+            "--out",
+            str(tmp_path / "index"),
+            "--embedding-model",
+            "none",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["documents"] == 5
+    assert [s for s in summary["skipped"] if "noise.txt" in s and "undecodable bytes" in s], summary[
+        "skipped"
+    ]
+    docs = {d.file_id: d for d in iter_documents(folder, SourceReport())}
+    for name, (text, encoding) in texts.items():
+        doc = docs[name]
+        assert text.split("\n")[-1] in doc.text, name
+        assert doc.metadata.get("encoding") == (None if encoding == "utf-8" else encoding), name

@@ -34,8 +34,10 @@ def _server_args(url: str, *extra: str) -> list[str]:
 
 
 @asynccontextmanager
-async def stdio_session(url: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=_server_args(url), env=dict(os.environ))
+async def stdio_session(url: str, *extra: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=_server_args(url, *extra), env=dict(os.environ)
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -143,6 +145,56 @@ def test_a_service_that_is_down_is_a_tool_error_and_the_server_recovers(
     asyncio.run(run())
 
 
+@pytest.mark.parametrize("language", ["en", "ja"])
+def test_tool_arguments_are_checked_as_the_contract_checks_them(live_service: str, language: str) -> None:
+    """Unknown argument names are refused (the schemas say so), and every invalid argument reads like the
+    service's own errors: path, message and code in the chosen language, no value echoed, no pydantic dump."""
+    english = language == "en"
+    cases = [
+        (
+            {"text": "Sony", "limt": 3},
+            "limt",
+            "Unknown field" if english else "不明なフィールドです",
+            "extra_forbidden",
+        ),
+        (
+            {"text": "Sony", "limit": 0},
+            "limit",
+            "Must be greater than or equal to 1" if english else "1以上",
+            "greater_than_equal",
+        ),
+        (
+            {"text": "Sony", "filters": {"dateRange": {"start": "2024-02-30"}}},
+            "filters.dateRange.start",
+            "Invalid date" if english else "日付の形式が正しくありません",
+            "datetime_from_date_parsing",
+        ),
+        (
+            {"text": "Sony", "weights": {"keyword": 0.3, "semantic": 0.3, "graph": 0.3}},
+            "weights",
+            "Search weights must sum to 1.0" if english else "検索重みの合計は1.0である必要があります",
+            "weights_sum",
+        ),
+        ({"queries": ["a"], "merge": True, "limitt": 2}, "limitt", "", "extra_forbidden"),
+    ]
+
+    async def run() -> None:
+        async with stdio_session(live_service, "--language", language) as session:
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            for tool in tools.values():
+                assert tool.inputSchema.get("additionalProperties") is False, tool.name
+            for arguments, path, message, code in cases:
+                name = "search_batch" if "queries" in arguments else "search"
+                result = await session.call_tool(name, arguments)
+                text = _text(result)
+                assert result.isError, (arguments, text)
+                assert f"invalid arguments: {path}: {message}" in text and f"[{code}]" in text, text
+                for leak in ("validation error", "errors.pydantic.dev", "input_value", "2024-02-30", "0.3"):
+                    assert leak not in text, (leak, text)
+
+    asyncio.run(run())
+
+
 def test_the_mcp_command_is_routed_without_the_server_stack() -> None:
     done = subprocess.run(
         [str(Path(sys.executable).parent / "hybridrag"), "mcp", "--help"], capture_output=True, text=True
@@ -169,3 +221,29 @@ def test_the_mcp_extra_installs_without_torch_or_the_server_stack(tmp_path: Path
     for command in (["hybridrag", "mcp", "--help"], ["hybridrag-mcp", "--help"]):
         ran = subprocess.run([str(venv / "bin" / command[0]), *command[1:]], capture_output=True, text=True)
         assert ran.returncode == 0 and "--transport" in ran.stdout, ran.stderr
+
+
+@pytest.mark.slow
+def test_the_mcp_commands_without_the_mcp_extra_say_which_extra_to_install(tmp_path: Path) -> None:
+    """An install with the client only: `hybridrag-mcp` and `hybridrag mcp` print the one-line hint naming
+    `hybridrag[mcp]` (no traceback), and an MCP host that spawns it sees the hint on the server's stderr."""
+    venv = venv_with("client", tmp_path)
+    for command in (["hybridrag-mcp"], ["hybridrag", "mcp"]):
+        ran = subprocess.run([str(venv / "bin" / command[0]), *command[1:]], capture_output=True, text=True)
+        assert ran.returncode == 2, ran.stderr
+        assert "pip install 'hybridrag[mcp]'" in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+    errlog = tmp_path / "server-stderr.txt"
+
+    async def host() -> None:
+        params = StdioServerParameters(command=str(venv / "bin" / "hybridrag-mcp"), args=[])
+        with open(errlog, "w") as err:
+            async with (
+                stdio_client(params, errlog=err) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await asyncio.wait_for(session.initialize(), timeout=30)
+
+    with pytest.raises(BaseException):  # noqa: B017 - the SDK reports a closed pipe in its own ways
+        asyncio.run(host())
+    logged = errlog.read_text()
+    assert "pip install 'hybridrag[mcp]'" in logged and "Traceback" not in logged, logged

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash, detect_language
+from hybridrag.indexing.documents.charsets import UTF8, Undecodable, decode_text
 from hybridrag.indexing.documents.formats import BINARY_READERS, Unreadable, read_html
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")
@@ -83,19 +84,24 @@ def _read_file(path: Path, file_id: str, report: SourceReport) -> Iterator[Docum
             raise Unreadable(f"too large ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})")
         if suffix in BINARY_READERS:
             record = BINARY_READERS[suffix](path)
-            raw = ""
+            raw, encoding = "", UTF8
         else:
-            raw = path.read_text(encoding="utf-8")
+            decoded = decode_text(path.read_bytes(), html=suffix in HTML_SUFFIXES)
+            raw, encoding = decoded.text, decoded.encoding
             if suffix in JSONL_SUFFIXES:
-                yield from _read_jsonl(raw, path, file_id, report)
+                yield from _read_jsonl(raw, path, file_id, report, encoding)
                 return
             record = read_html(raw) if suffix in HTML_SUFFIXES else _read_text(raw)
-    except Unreadable as exc:
+    except (Unreadable, Undecodable) as exc:
         report.skipped.append(SkippedItem(str(path), None, str(exc)))
         return
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         report.skipped.append(SkippedItem(str(path), None, f"unreadable: {exc}"))
         return
+    if encoding != UTF8:
+        # Said where a reader can see it; UTF-8, the norm, is not recorded (so documents read before are
+        # the same documents now).
+        record["metadata"] = {**(record.get("metadata") or {}), "encoding": encoding}
     record["title"] = record.get("title") or path.stem
     record["fileId"] = file_id
     if raw:
@@ -113,7 +119,9 @@ def _read_text(raw: str) -> dict[str, Any]:
     return {"title": _markdown_title(text), "text": text}
 
 
-def _read_jsonl(raw: str, path: Path, file_id: str, report: SourceReport) -> Iterator[Document]:
+def _read_jsonl(
+    raw: str, path: Path, file_id: str, report: SourceReport, encoding: str = UTF8
+) -> Iterator[Document]:
     for lineno, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -134,6 +142,8 @@ def _read_jsonl(raw: str, path: Path, file_id: str, report: SourceReport) -> Ite
         if doc is None:
             report.skipped.append(SkippedItem(str(path), lineno, "empty document"))
             continue
+        if encoding != UTF8:
+            doc.metadata["encoding"] = encoding
         yield doc
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from hybridrag.indexing.models.registry import (
     DEFAULT_EMBEDDING_MODEL,
     MODEL_REGISTRY,
+    NO_EMBEDDING_MODEL,
     Embedder,
     ModelSpec,
     ModelUnavailable,
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "ENCODERS",
     "MODEL_REGISTRY",
+    "NO_EMBEDDING_MODEL",
     "Embedder",
     "ModelSpec",
     "ModelUnavailable",

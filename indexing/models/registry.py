@@ -75,6 +75,8 @@ def _e5_path() -> Path:
 # Chosen on measured quality (benchmarks/results): the only packaged model that works in Japanese, and the
 # best in English on HotpotQA; MiniLM stays available as the faster English-only choice.
 DEFAULT_EMBEDDING_MODEL = "e5-multilingual"
+#: The model setting of an index built, and a service run, without embeddings (keyword + graph).
+NO_EMBEDDING_MODEL = "none"
 
 MODEL_REGISTRY: dict[str, ModelSpec] = {
     "minilm": ModelSpec("minilm", _minilm_path),

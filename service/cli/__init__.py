@@ -21,10 +21,7 @@ def missing_modules() -> list[str]:
 def main() -> None:
     if sys.argv[1:2] == ["mcp"]:
         # The MCP server needs only the client and the MCP SDK (the `mcp` extra), not the server's stack.
-        if importlib.util.find_spec("mcp") is None:
-            sys.stderr.write("hybridrag mcp needs the MCP SDK: pip install 'hybridrag[mcp]'\n")
-            raise SystemExit(2)
-        from hybridrag.mcp.server import main as mcp_main
+        from hybridrag.mcp import main as mcp_main
 
         mcp_main(sys.argv[2:])
         return

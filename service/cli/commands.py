@@ -14,7 +14,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
+from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL, NO_EMBEDDING_MODEL
 
 app = typer.Typer(help="hybridrag: hybrid BM25 + vector + graph search service.", no_args_is_help=True)
 index_app = typer.Typer(help="Build and update indexes.", no_args_is_help=True)
@@ -200,7 +200,7 @@ def index_build(
     config = BuildConfig(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
-        embedding_model=None if embedding_model == "none" else embedding_model,
+        embedding_model=None if embedding_model == NO_EMBEDDING_MODEL else embedding_model,
         graph_synonyms=synonyms,
         encoder=encoder,
     )
@@ -362,7 +362,8 @@ def serve(
 
         typer.echo(f"building the sample corpus into {settings.index_dir} ...", err=True)
         # The same encoder choice as `index build`: the ONNX export when installed (no torch needed).
-        sample_config = BuildConfig(embedding_model=settings.embedding_model, encoder="auto")
+        model = None if settings.embedding_model == NO_EMBEDDING_MODEL else settings.embedding_model
+        sample_config = BuildConfig(embedding_model=model, encoder="auto")
         IndexBuilder(settings.index_dir, sample_config, progress=tqdm_progress()).build(SAMPLE_CORPUS)
     typer.echo(
         f"hybridrag serving {settings.index_url or settings.index_dir} on http://{settings.host}:{settings.port} "

@@ -59,6 +59,9 @@ def create_app(
         version=SCHEMA_VERSION,
         summary="Hybrid RAG search: BM25 + vector + knowledge-graph retrieval, fused and explained.",
         lifespan=lifespan,
+        # Starlette's slash redirect builds its Location from the request's Host header (an open redirect
+        # behind a proxy that passes Host on); a path with a stray slash is a 404 problem like any other.
+        redirect_slashes=False,
     )
     app.state.engine = engine
     app.state.writer = document_writer(settings, engine)

@@ -113,7 +113,7 @@ async def add_documents(request: Request, lang: LanguageDep) -> Response:
             uploads.append((f.filename or "upload", data))
         task = await run_in_threadpool(writer.submit_files, uploads, settings.documents_max_file_bytes)
         return _accepted(task)
-    raise ProblemError(415, errors=[field_error(request, "body", "unsupported_media_type")])
+    raise ProblemError(415, errors=[field_error(request, "body", "unsupported_media_type_documents")])
 
 
 @writes.delete(

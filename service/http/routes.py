@@ -58,6 +58,8 @@ async def readyz(engine: EngineDep) -> JSONResponse:
         "status": "ready" if engine.ready else "not-ready",
         "components": components,
         "indexVersion": engine.index.version_name if engine.components["index"].ready else None,
+        # Strategies this index cannot serve, and why (semantic without an embedding model, a graph-less build).
+        "unavailable": dict(engine.index.unavailable) if engine.components["index"].ready else {},
         "schemaVersion": SCHEMA_VERSION,
         # Which worker process answered: with `serve --workers N` each has its own engine and version.
         "pid": os.getpid(),

@@ -1,3 +1,3 @@
-from hybridrag.mcp.server import main
+from hybridrag.mcp import main
 
 main()

@@ -19,14 +19,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, ValidationError
 
 from hybridrag.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagError, HybridRagUnavailable
 from hybridrag.schemas.base import QueryTypeName, SearchStrategyName
 from hybridrag.schemas.batch import BatchSearchResult
+from hybridrag.schemas.errors import Language, translate_errors
 from hybridrag.schemas.search import SearchFilters, SearchResult, SearchResultItem, SearchWeights
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.fastmcp.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 T = TypeVar("T")
@@ -100,14 +102,65 @@ def result_text(result: SearchResult) -> str:
     return "\n".join(lines)
 
 
+def invalid_arguments(errors: list[dict[str, Any]]) -> ToolError:
+    """Field errors as one tool error: `invalid arguments: path: message [code]; ...`, never the values."""
+    fields = "; ".join(
+        f"{e.get('path') or 'request'}: {e.get('message')}" + (f" [{e['code']}]" if e.get("code") else "")
+        for e in errors
+    )
+    return ToolError(f"invalid arguments: {fields}")
+
+
 def _tool_error(exc: HybridRagError, url: str) -> ToolError:
     """A failed call as a tool error the model can act on: the fields and what is wrong with them."""
     if isinstance(exc, HybridRagUnavailable) and exc.status_code is None:
         return ToolError(f"the search service at {url} cannot be reached right now ({exc}); try again later")
     if exc.errors:
-        fields = "; ".join(f"{e.get('path') or 'request'}: {e.get('message')}" for e in exc.errors)
-        return ToolError(f"invalid arguments: {fields}")
+        return invalid_arguments(exc.errors)
     return ToolError(str(exc))
+
+
+class ContractArguments(FuncMetadata):
+    """A tool's arguments checked as the service checks a request: unknown names refused, and every error
+    in the contract's words (path, message, code) in the configured language, without the values sent or
+    pydantic's links, the same as the errors the service itself reports."""
+
+    language: Language = "en"
+
+    async def call_fn_with_arg_validation(
+        self,
+        fn: Callable[..., Any],
+        fn_is_async: bool,
+        arguments_to_validate: dict[str, Any],
+        arguments_to_pass_directly: dict[str, Any] | None,
+    ) -> Any:
+        try:
+            self.arg_model.model_validate(self.pre_parse_json(arguments_to_validate))
+        except ValidationError as exc:
+            details = translate_errors(exc, self.language)
+            raise invalid_arguments([d.model_dump() for d in details]) from None
+        return await super().call_fn_with_arg_validation(
+            fn, fn_is_async, arguments_to_validate, arguments_to_pass_directly
+        )
+
+
+def _strict_tools(mcp: FastMCP, language: Language) -> None:
+    """Every tool refuses unknown arguments (its input schema says `additionalProperties: false`) and
+    reports bad ones as `ContractArguments` does. The SDK builds a lenient model from each signature; this
+    swaps in a strict subclass of it."""
+    for tool in mcp._tool_manager.list_tools():
+        lenient = tool.fn_metadata.arg_model
+        strict: type[ArgModelBase] = type(
+            lenient.__name__,
+            (lenient,),
+            {"model_config": ConfigDict(**{**lenient.model_config, "extra": "forbid"})},
+        )
+        tool.fn_metadata = ContractArguments(
+            **{name: getattr(tool.fn_metadata, name) for name in FuncMetadata.model_fields},
+            language=language,
+        )
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
 
 
 def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", port: int = 8765) -> FastMCP:
@@ -256,6 +309,7 @@ def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", 
         """A document of the collection, as text."""
         return document_text(await call(lambda client: client.document(doc_id)), 0)
 
+    _strict_tools(mcp, "ja" if config.language == "ja" else "en")
     return mcp
 
 

@@ -22,6 +22,7 @@ import os
 import shutil
 import threading
 import time
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -200,12 +201,11 @@ class DocumentWriter:
         folder = self.store.payload_dir(task.task_id) / "files"
         folder.mkdir(parents=True)
         names = []
-        for i, (name, data) in enumerate(files):
+        for i, (sent, data) in enumerate(files):
+            name = upload_name(sent)
             # One folder per file keeps its own name (a title may come from it) whatever the others are called.
-            safe = (
-                "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(name).name)[-120:] or "upload"
-            )
-            entry: dict[str, Any] = {"name": name[:300], "stored": f"{i:04d}/{safe}"}
+            safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[-120:] or "upload"
+            entry: dict[str, Any] = {"name": name, "stored": f"{i:04d}/{safe}"}
             if max_file_bytes is not None and len(data) > max_file_bytes:
                 entry["refused"] = f"file too large (more than {max_file_bytes:,} bytes)"
             else:
@@ -443,6 +443,26 @@ class DocumentWriter:
                 task.documents[at:at] = extra
                 adds.extend(docs[1:])
         return PendingWrite(task, adds, list(payload.get("delete", [])))
+
+
+#: Longest upload name kept as a file id (a file system's name limit; the suffix survives the cut).
+MAX_UPLOAD_NAME = 255
+
+
+def upload_name(sent: str) -> str:
+    """The name an uploaded file is known by (`fileId`, and its document id's seed): the last part of the
+    client's path, whichever separator it used, without control or format characters, at most
+    `MAX_UPLOAD_NAME` characters. A client's folders say nothing about the file and would make the same
+    bytes a second document; "upload" when nothing is left."""
+    base = sent.replace("\\", "/").rsplit("/", 1)[-1]
+    base = "".join(c for c in base if unicodedata.category(c) not in ("Cc", "Cf", "Zl", "Zp")).strip()
+    if base in ("", ".", ".."):
+        return "upload"
+    if len(base) > MAX_UPLOAD_NAME:
+        stem, dot, suffix = base.rpartition(".")
+        keep = f".{suffix}" if dot and stem and len(suffix) <= 16 else ""
+        base = base[: MAX_UPLOAD_NAME - len(keep)] + keep
+    return base
 
 
 def initial_outcomes(payload: dict[str, Any]) -> list[DocumentOutcome]:

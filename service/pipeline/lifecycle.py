@@ -14,7 +14,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from hybridrag.indexing.models.embedders import Embedder, ModelUnavailable, load_embedder
+from hybridrag.indexing.models.embedders import NO_EMBEDDING_MODEL, Embedder, ModelUnavailable, load_embedder
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.remote import DamagedVersion, RemoteIndex, RemoteUnavailable, sync_mirror
 from hybridrag.pipeline.admission import Admission
@@ -106,7 +106,12 @@ class IndexLifecycle:
             threadpool_limits(limits=self.settings.blas_threads, user_api="blas")
         # The retriever threads set theirs as they start; this one serves searches run in the caller's thread.
         limit_scan_threads(self.settings.scan_threads)
-        if self.settings.load_embedder and self._embedder is None:
+        if self.settings.embedding_model == NO_EMBEDDING_MODEL and self._embedder is None:
+            # Keyword + graph: a legitimate service of an index built with `--embedding-model none`.
+            self.components["embedder"] = ComponentStatus(
+                True, "no embedding model (HYBRIDRAG_EMBEDDING_MODEL=none): semantic search is unavailable"
+            )
+        elif self.settings.load_embedder and self._embedder is None:
             try:
                 self._embedder = load_embedder(
                     self.settings.embedding_model, self.settings.encoder, self.settings.model_threads

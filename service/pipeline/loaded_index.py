@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.builds.build import BuildConfig, parse_date
-from hybridrag.indexing.models.embedders import Embedder
+from hybridrag.indexing.models.embedders import NO_EMBEDDING_MODEL, Embedder
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.graph import GRAPH_JSON
 from hybridrag.indexing.stores.keyword import KeywordIndex
@@ -68,6 +68,10 @@ def load_index(
     manifest_embedding = version.manifest.get("embedding")
     if manifest_embedding is None:
         unavailable["semantic"] = "the index was built without embeddings"
+    elif embedding_model == NO_EMBEDDING_MODEL:
+        unavailable["semantic"] = (
+            "the service runs without an embedding model (HYBRIDRAG_EMBEDDING_MODEL=none)"
+        )
     elif manifest_embedding.get("model") != embedding_model:
         raise versions.IndexUnavailable(
             f"the index was built with embedding model {manifest_embedding.get('model')!r} but the service is "
