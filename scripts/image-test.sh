@@ -137,6 +137,7 @@ user=$(field 'd["OCIv1"]["config"].get("User", "")')
 # 5. Report.
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE" 2>/dev/null || echo 0)
 base_size=$(podman image inspect --format '{{.Size}}' "$BASE" 2>/dev/null || echo 0)
+base_id=$(buildah images --quiet --no-trunc "$BASE" 2>/dev/null | head -1 || true)
 mkdir -p "$(dirname "$REPORT")"
 python3 - "$REPORT" <<EOF
 import json, platform, sys
@@ -145,6 +146,7 @@ report = {
     "image": "$IMAGE",
     "variant": "$VARIANT",
     "base": "$BASE",
+    "baseImageId": "$base_id",
     "buildSeconds": $build_seconds,
     "layersCached": $([ "$(grep -c 'Using cache' "$work/build.log" || true)" -gt 0 ] && echo True || echo False),
     "readySeconds": $ready_seconds,
