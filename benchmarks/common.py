@@ -8,12 +8,20 @@ import json
 import os
 import platform
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 CACHE = Path(__file__).parent / ".cache"
+#: Letter-case copies of text, for measuring what depends on letter case.
+CASINGS: dict[str, Callable[[str], str]] = {
+    "original": lambda text: text,
+    # Character by character, so offsets stay valid ("ß".upper() is two characters).
+    "lower": lambda text: "".join(c.lower() if len(c.lower()) == 1 else c for c in text),
+    "upper": lambda text: "".join(c.upper() if len(c.upper()) == 1 else c for c in text),
+}
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -44,16 +52,17 @@ def load_beir(path: Path, split: str) -> BeirDataset:
     return BeirDataset(path.name, path / "corpus.jsonl", queries, {q: qrels[q] for q in queries})
 
 
-def recased(dataset_dir: Path, casing: str, cache: Path | None = None) -> Path:
+def recased(dataset_dir: Path, casing: str, cache: Path | None = None, titles: bool = True) -> Path:
     """A copy of a BEIR-layout dataset with its corpus (titles and texts) and queries lower- or upper-cased
     (the qrels as they are), made once under the cache: text without normal capitalisation (OCR output,
-    lower-cased research sets, chat logs), for measuring what depends on letter case."""
-    from hybridrag.benchmarks.entities import CASINGS
-
+    lower-cased research sets, chat logs), for measuring what depends on letter case. `titles=False` also
+    empties every document's title (text with no names, no titles and no capitals: old reports, chat logs,
+    physics abstracts in capitals); "original" casing with `titles=False` only drops the titles."""
     change = CASINGS[casing]
-    target = (cache or CACHE) / "recased" / f"{dataset_dir.name}-{casing}"
+    suffix = casing if titles else f"notitle-{casing}"
+    target = (cache or CACHE) / "recased" / f"{dataset_dir.name}-{suffix}"
     stamp = target / "source.json"
-    source = {"corpus": fingerprint(dataset_dir / "corpus.jsonl"), "casing": casing}
+    source = {"corpus": fingerprint(dataset_dir / "corpus.jsonl"), "casing": casing, "titles": titles}
     if stamp.is_file() and json.loads(stamp.read_text("utf-8")) == source:
         return target
     target.mkdir(parents=True, exist_ok=True)
@@ -68,6 +77,8 @@ def recased(dataset_dir: Path, casing: str, cache: Path | None = None) -> Path:
                     for key in fields:
                         if isinstance(record.get(key), str):
                             record[key] = change(record[key])
+                    if not titles and name == "corpus.jsonl":
+                        record["title"] = ""
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
     qrels = target / "qrels"
     if qrels.is_symlink():

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hybridrag.benchmarks.common import machine, markdown_table, now
+from hybridrag.benchmarks.common import CASINGS, machine, markdown_table, now
 from hybridrag.indexing.analysis.bio import bio_spans
 
 TYPE_MAP = {
@@ -36,12 +36,6 @@ TYPE_MAP = {
     "イベント名": "other",
 }
 TYPES = ("person", "organization", "place", "other")
-CASINGS: dict[str, Callable[[str], str]] = {
-    "original": lambda text: text,
-    # Character by character, so offsets stay valid ("ß".upper() is two characters).
-    "lower": lambda text: "".join(c.lower() if len(c.lower()) == 1 else c for c in text),
-    "upper": lambda text: "".join(c.upper() if len(c.upper()) == 1 else c for c in text),
-}
 
 
 @dataclass(frozen=True, slots=True)

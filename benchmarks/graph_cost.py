@@ -28,10 +28,12 @@ def measure_index(
 
     from hybridrag.indexing.builds.build import BuildConfig
     from hybridrag.indexing.stores.filters import ChunkFilters
+    from hybridrag.indexing.stores.graph_index import GraphIndex
     from hybridrag.indexing.stores.versions import current_version
     from hybridrag.pipeline.classifier import QueryClassifier
     from hybridrag.pipeline.engine import SearchEngine
-    from hybridrag.pipeline.graph_retriever import GraphIndex, GraphRetriever
+    from hybridrag.pipeline.graph_retriever import GraphRetriever
+    from hybridrag.pipeline.graph_walk import walk
     from hybridrag.pipeline.retrievers import RetrievalQuery
     from hybridrag.pipeline.settings import Settings
 
@@ -59,7 +61,7 @@ def measure_index(
         restart, _notes = retriever.restart(query)
         t1 = time.perf_counter()
         if restart:
-            nodes, _mass, _p = graph.walk(restart)
+            nodes, _mass, _p = walk(graph, restart)
             sizes.append(len(nodes))
         t2 = time.perf_counter()
         retriever.retrieve(query, 100)  # the whole stage again, as a search runs it

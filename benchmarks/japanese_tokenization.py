@@ -37,7 +37,7 @@ def run(dataset_dir: Path, split: str, index_dir: Path) -> dict[str, Any]:
         index = KeywordIndex(version.path / "keyword", analyzer, bigram_weight, tokens)
         run_: dict[str, dict[str, float]] = {}
         for qid, text in dataset.queries.items():
-            hits, _total, _ceiling = index.search(text, 300)
+            hits = index.search(text, 300).hits
             run_[qid] = documents_in_order(to_doc[hit.chunk_id] for hit in hits)
         results[name] = evaluate(dataset.qrels, run_)
     return {

@@ -29,8 +29,8 @@ hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll   
 hybridrag bench entities --dataset ../shared/data/ner/ja-stockmark-dev.jsonl --casings original --offset 2000   # held back from the Japanese tagger's fit
 hybridrag bench entities --dataset ../shared/data/ner/ja-stockmark-dev.jsonl --casings original --offset 2000 --rules-only --out benchmarks/results/entities-ja-stockmark-dev-rules.json
 hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll --rules-only --out benchmarks/results/entities-en-wikineural-dev-rules.json
-python -m hybridrag.benchmarks.fit_entity_typer --train ../shared/data/ner/en-wikiann-train.conll   # the lexicon, then the typer's weights
-python -m hybridrag.benchmarks.fit_japanese_tagger --train ../shared/data/ner/ja-stockmark-dev.jsonl  # the Japanese CRF, on the first 2,000 sentences
+python -m hybridrag.benchmarks.fitting.fit_entity_typer --train ../shared/data/ner/en-wikiann-train.conll   # the lexicon, then the typer's weights
+python -m hybridrag.benchmarks.fitting.fit_japanese_tagger --train ../shared/data/ner/ja-stockmark-dev.jsonl  # the Japanese CRF, on the first 2,000 sentences
 hybridrag bench documents --dataset ../shared/data/scifact --split train                       # writes through the API
 hybridrag bench quality --dataset ../shared/data/scifact --split train --strategies semantic,hybrid --no-baseline --build-encoders onnx --out benchmarks/results/build-encoder/quality-scifact-e5-multilingual.json  # an index built by the int8 export beside the torch-built one
 hybridrag bench build ../shared/data/scifact/corpus.jsonl --embedding-model none

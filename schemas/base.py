@@ -75,7 +75,3 @@ QueryType = Annotated[QueryTypeName, _enum_error("enum_query_type")]
 SearchStrategy = Annotated[SearchStrategyName, _enum_error("enum_search_strategy")]
 SearchResultType = Annotated[Literal["chunk", "entity", "community"], _enum_error("enum_search_result_type")]
 CragRelevance = Annotated[Literal["correct", "incorrect", "ambiguous"], _enum_error("enum_crag_relevance")]
-
-QUERY_TYPES: tuple[str, ...] = ("local", "global", "relationship", "hybrid")
-SEARCH_STRATEGIES: tuple[str, ...] = ("keyword", "semantic", "graph", "hybrid")
-SEARCH_RESULT_TYPES: tuple[str, ...] = ("chunk", "entity", "community")

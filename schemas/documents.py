@@ -115,3 +115,49 @@ class DocumentList(ContractModel):
     offset: int
     limit: int
     index_version: str
+
+
+class ChunkSpan(ContractModel):
+    """Where one of a document's chunks lies in its text."""
+
+    id: str
+    position: int
+    start: int
+    end: int
+    pages: list[int] = Field(default_factory=list)
+
+
+class DocumentDetail(ContractModel):
+    """`GET /v1/documents/{id}`: a document's full text and metadata, with its chunks' offsets."""
+
+    id: str
+    file_id: str
+    title: str
+    text: str
+    url: str = Field(description="Where to read it: its source URL, else this service's document URL")
+    source_url: str | None = None
+    date: str | None = None
+    language: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    chunks: list[ChunkSpan] = Field(default_factory=list)
+    index_version: str
+
+
+class ChunkDetail(ContractModel):
+    """`GET /v1/chunks/{id}`: a chunk's text, its offsets in its document and its neighbours' ids."""
+
+    id: str
+    doc_id: str
+    file_id: str
+    title: str
+    text: str
+    position: int
+    start: int
+    end: int
+    language: str
+    pages: list[int] = Field(default_factory=list)
+    previous_id: str | None = None
+    next_id: str | None = None
+    url: str
+    document_url: str
+    index_version: str

@@ -249,7 +249,7 @@ def test_malformed_requests(client: TestClient) -> None:
 
 
 def test_documents_endpoint(client: TestClient) -> None:
-    data = search(client, {"text": "Shibusawa", "options": {"limit": 1}})
+    data = search(client, {"text": "渋沢栄一", "options": {"limit": 1}})
     doc_id = data["results"][0]["metadata"]["docId"]
     doc = client.get(f"/v1/documents/{doc_id}").json()
     assert doc["id"] == doc_id and doc["chunks"] and data["results"][0]["content"]["text"] in doc["text"]

@@ -146,13 +146,14 @@ def test_keyword_index_follows_add_and_delete(tmp_path: Path, corpus: Path, embe
 
     index_dir = tmp_path / "idx"
     before = build(index_dir, corpus, embedder)
-    assert KeywordIndex(before.path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)[1] == 1
+    assert KeywordIndex(before.path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10).total == 1
     IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["j3"])
     path = versions.current_version(index_dir).path
-    hits, total, _ = KeywordIndex(path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)
+    found = KeywordIndex(path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)
+    hits, total = found.hits, found.total
     assert total == 0 and hits == []
     # The version that was serving before the delete still finds it.
-    assert KeywordIndex(before.path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10)[1] == 1
+    assert KeywordIndex(before.path / "keyword", Analyzer(), 0.3, True).search("Toyota", 10).total == 1
 
 
 def test_failure_mid_build_leaves_previous_version_serving(
@@ -164,7 +165,7 @@ def test_failure_mid_build_leaves_previous_version_serving(
     def boom(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("hybridrag.indexing.builds.build.VectorIndexWriter.add", boom)
+    monkeypatch.setattr("hybridrag.indexing.builds.stages.VectorIndexWriter.add", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
         IndexBuilder(index_dir, MINILM, embedder=embedder).build(corpus)
     after = versions.current_version(index_dir)

@@ -33,7 +33,7 @@ def test_sync_client_search_and_documents(live_url: str) -> None:
         assert top.metadata and top.metadata["title"] == "Sony: Masaru Ibuka and Akio Morita"
         assert result.request_id and result.query.options.limit == 3
         doc = rag.document(top.metadata["docId"])
-        assert top.content.text in doc["text"]
+        assert top.content.text in doc.text
 
 
 def test_client_validates_before_sending_and_maps_4xx(live_url: str) -> None:
@@ -58,7 +58,7 @@ def test_batch_and_chunk_through_both_clients(live_url: str) -> None:
         assert len(batch.results[0].result.results) <= 3 and len(batch.results[1].result.results) <= 2  # type: ignore[union-attr]
         assert batch.merged and len({m.key for m in batch.merged}) == len(batch.merged)
         chunk = rag.chunk(batch.merged[0].item.id)
-        assert chunk["text"] == batch.merged[0].item.content.text
+        assert chunk.text == batch.merged[0].item.content.text
         with pytest.raises(HybridRagValidationError):
             rag.search_batch([])  # validated before sending
 
@@ -68,7 +68,7 @@ def test_batch_and_chunk_through_both_clients(live_url: str) -> None:
             return result, await rag.chunk(result.merged[0].item.id)
 
     result, chunk = asyncio.run(run())
-    assert result.merged is not None and len(result.merged) <= 2 and chunk["docId"] == result.merged[0].doc_id
+    assert result.merged is not None and len(result.merged) <= 2 and chunk.doc_id == result.merged[0].doc_id
 
 
 def test_async_client(live_url: str) -> None:

@@ -351,8 +351,8 @@ def test_the_async_client_adds_lists_and_deletes(writable: str) -> None:
 
 
 def test_finished_tasks_are_forgotten_after_their_time(tmp_path: Path) -> None:
-    from hybridrag.pipeline.documents import TaskStore
     from hybridrag.schemas.documents import WriteTask
+    from hybridrag.writes.tasks import TaskStore
 
     store = TaskStore(tmp_path / "tasks")
     old = WriteTask(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hybridrag.benchmarks.entities import run_entities
-from hybridrag.benchmarks.fit_entity_typer import examples, fit
+from hybridrag.benchmarks.fitting.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor, normalize_name
 from hybridrag.indexing.analysis.span_typer import SpanTyper, packaged_typer, span_features
@@ -157,7 +157,7 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
 ) -> None:  # type: ignore[no-untyped-def]
     import lancedb
 
-    import hybridrag.indexing.builds.build as build_module
+    import hybridrag.indexing.builds.stages as build_module
     from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
     from hybridrag.indexing.stores import versions
     from hybridrag.indexing.stores.vectors import TABLE
@@ -324,7 +324,7 @@ def test_text_without_letter_case_still_shows_the_names_the_lexicon_knows() -> N
 
 def test_the_lexicon_is_what_the_fitting_script_writes() -> None:
     """`lexicon.json` ships the CLDR names and the script's word lists (reproducible from its source)."""
-    from hybridrag.benchmarks.fit_entity_typer import build_lexicon
+    from hybridrag.benchmarks.fitting.fit_entity_typer import build_lexicon
     from hybridrag.indexing.analysis.span_typer import LEXICON
 
     shipped = json.loads(LEXICON.read_text("utf-8"))
@@ -372,7 +372,7 @@ def test_the_packaged_tagger_names_its_weights() -> None:
 
 def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
     """The fitting script on a tiny training file: same seed, same adapters; the tagger it writes loads."""
-    from hybridrag.benchmarks.fit_entity_tagger import fit as fit_tagger
+    from hybridrag.benchmarks.fitting.fit_entity_tagger import fit as fit_tagger
     from hybridrag.indexing.analysis.name_tagger import NameTagger
 
     conll = _training_file(tmp_path / "train.conll", _TRAINING_ROWS[:2] * 4)

@@ -129,9 +129,11 @@ def test_score_weighted_rrf_rejects_bad_evidence() -> None:
 
 
 def test_graph_passages_weigh_by_mass_and_its_entities_by_rank() -> None:
-    from hybridrag.pipeline.engine import fusion_evidence
-    from hybridrag.pipeline.fusion import EVIDENCE_FLOOR, score_evidence
+    from hybridrag.pipeline.fusion import EVIDENCE_FLOOR, list_evidence, score_evidence
     from hybridrag.pipeline.retrievers import Candidate, Retrieved
+
+    def fusion_evidence(retrieved: Retrieved) -> list[float]:
+        return list_evidence(retrieved.candidates, retrieved.ratio_scores)
 
     graph = Retrieved(
         [

@@ -15,14 +15,9 @@ from fastapi.testclient import TestClient
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.builds.graph_build import build_graph, link_title_spans
 from hybridrag.indexing.stores import versions
-from hybridrag.indexing.stores.graph import (
-    GRAPH_FORMAT,
-    ChunkMentions,
-    GraphData,
-    build_graph,
-    link_title_spans,
-)
+from hybridrag.indexing.stores.graph import GRAPH_FORMAT, ChunkMentions, GraphData
 from hybridrag.schemas.search import SearchResult
 
 EXTRACTOR = EntityExtractor(Analyzer())
@@ -108,7 +103,9 @@ def _chunk(chunk_id: str, title: str, text: str) -> ChunkMentions:
 def test_passages_lead_the_walk_to_the_entities_with_an_article_elsewhere(tmp_path: Path) -> None:
     """An entity a document's whole title names has an article in the corpus; from any other passage that
     mentions it, the walk's step to it weighs `ARTICLE_WEIGHT` more than to a name without one."""
-    from hybridrag.indexing.stores.graph_arrays import ARTICLE_WEIGHT, GraphArrays, ListOrder
+    from hybridrag.indexing.stores.graph_arrays import GraphArrays
+    from hybridrag.indexing.stores.graph_order import ListOrder
+    from hybridrag.indexing.stores.graph_weights import ARTICLE_WEIGHT
 
     chunks = [
         _chunk("a", "Trent Reznor", "Trent Reznor is an American singer and record producer."),
@@ -406,8 +403,7 @@ def _reference_passes(chunk, date, filters) -> bool:  # type: ignore[no-untyped-
 def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) -> None:
     from datetime import datetime
 
-    from hybridrag.indexing.builds.build import parse_date
-    from hybridrag.indexing.stores.filters import ChunkFilters
+    from hybridrag.indexing.stores.filters import ChunkFilters, parse_date
 
     index = client.app.state.engine.index  # type: ignore[attr-defined]
     retriever = index.retrievers["graph"]
@@ -482,7 +478,7 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
     delete and regraph (vectors reused for entities already embedded, none left for deleted ones)."""
     import numpy as np
 
-    from hybridrag.indexing.stores.graph import SYNONYM_NEIGHBOURS, SYNONYM_THRESHOLD, synonym_pairs
+    from hybridrag.indexing.builds.graph_build import SYNONYM_NEIGHBOURS, SYNONYM_THRESHOLD, synonym_pairs
 
     source = tmp_path / "src"
     source.mkdir()
@@ -567,7 +563,8 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
 
 
 def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    """Text in which nothing names anything (lower case, no titles, no phrase shared by two passages) gives
+    """Text in which nothing names anything (lower case, no titles, no word or phrase of meaning shared by two
+    passages, so no concept either) gives
     the graph no entity: it must not hand the other retrievers' passages back as its own list (fusing that
     copy would only re-weigh them)."""
     from hybridrag.http.app import create_app
@@ -579,7 +576,7 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
     texts = {
         "toyota": "the loom maker's son started building cars in 1937; that company became toyota.",
         "sony": "two engineers opened a radio repair shop in a bombed department store after the war.",
-        "rail": "the first high-speed railway line opened in 1964 between two large cities.",
+        "rail": "the first high-speed railway line began running in 1964 between two large cities.",
     }
     (docs / "docs.jsonl").write_text(
         "".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in texts.items()), "utf-8"
@@ -593,7 +590,8 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
         graph = _search(c, {"text": query, "options": {"strategies": ["graph"], "rerankEnabled": False}})
         assert graph["results"] == [] and graph["strategies"]["graph"]["resultCount"] == 0
         both = {"rerankEnabled": False, "limit": 5}
-        hybrid = _search(c, {"text": query, "options": both})
+        # The fusion is what is tested: no relevance cut (three passages are too few to judge a query by).
+        hybrid = _search(c, {"text": query, "options": both, "filters": {"minRelevance": 0}})
         assert hybrid["strategies"]["graph"]["resultCount"] == 0
         assert "toyota" in hybrid["results"][0]["content"]["text"]
 
@@ -656,7 +654,13 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
         (builder.build if i == 0 else builder.add)(part)
     assert entity_docs(index_dir) == recased
     builder.delete(["tr"])
-    assert "trent reznor" not in entity_docs(index_dir)
+    # Without its page the name is no title: what remains is what a full build of the two other pages gives
+    # (the phrase still recurs in both, so it stays as a concept, not as a title entity).
+    assert entity_docs(index_dir) == links(CASINGS[casing], docs[1:], f"rest-{casing}")
+    graph, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
+    assert all(
+        e.concept and not e.title_chunk_ids for e in graph.entities if e.name.lower() == "trent reznor"
+    )
 
 
 def test_a_chunks_entities_come_from_its_edges_most_mentioned_first(
@@ -706,8 +710,8 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
     import numpy as np
 
     from hybridrag.indexing.stores.graph_arrays import FOLDER
+    from hybridrag.indexing.stores.graph_index import GraphIndex
     from hybridrag.indexing.stores.mapped import ChunkTable
-    from hybridrag.pipeline.graph_retriever import GraphIndex
 
     version = versions.current_version(sample_index).path
     chunks = ChunkTable(version / "chunks.arrow")
@@ -770,7 +774,8 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
     assert [sorted(rows) for rows in mapped.arrays.named_many(forms)] == expected
     heads = mapped.arrays.entity_heads([2, 0, 2])
     assert heads == [
-        {"id": e.id, "name": e.name, "type": e.type} for e in (graph.entities[i] for i in (2, 0, 2))
+        {"id": e.id, "name": e.name, "type": e.type, "concept": e.concept}
+        for e in (graph.entities[i] for i in (2, 0, 2))
     ]
     # A page's sources from the rows it read are the sources looked up by id.
     ids = list(chunks)[:8]
@@ -835,12 +840,14 @@ def test_walk_reach_and_path_parents_match_node_by_node_references(
     from scipy import sparse
 
     from hybridrag.indexing.stores.csr import row_indices, row_lengths
+    from hybridrag.indexing.stores.graph_index import GraphIndex
     from hybridrag.indexing.stores.mapped import ChunkTable
-    from hybridrag.pipeline import graph_retriever as gr
+    from hybridrag.pipeline import graph_trace as gt
+    from hybridrag.pipeline import graph_walk as gw
 
-    monkeypatch.setattr(gr, "PATH_VISITS", visits)
+    monkeypatch.setattr(gt, "PATH_VISITS", visits)
     version = versions.current_version(sample_index).path
-    g = gr.GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
+    g = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
     a = g.adjacency
     degree = np.diff(a.indptr)
     candidates = [int(n) for n in np.argsort(-degree, kind="stable")[:12]] + [len(g.entities) + 1]
@@ -849,14 +856,14 @@ def test_walk_reach_and_path_parents_match_node_by_node_references(
         restart = {candidates[i]: 0.5, candidates[i + 1]: 0.5}
         seeds = np.array(sorted(restart), dtype=np.int64)
         assert (
-            g.neighbourhood(seeds).tolist()
-            == _reference_reach(a, seeds, gr.WALK_HOPS, gr.HUB, gr.SEED_FANOUT).tolist()
+            gw.neighbourhood(g, seeds).tolist()
+            == _reference_reach(a, seeds, gw.WALK_HOPS, gw.HUB, gw.SEED_FANOUT).tolist()
         )
-        nodes, mass, _p = g.walk(restart)
+        nodes, mass, _p = gw.walk(g, restart)
         full = np.zeros(g.node_count)
         full[nodes] = mass
-        trace = gr.GraphTrace(tuple(sorted(restart)), full)
-        expected = _reference_parents(a, trace.seeds, full, gr.PATH_HOPS, visits)
+        trace = gt.GraphTrace(tuple(sorted(restart)), full)
+        expected = _reference_parents(a, trace.seeds, full, gt.PATH_HOPS, visits)
         for target in [*sorted(expected, key=lambda n: -full[n])[:5], 10**9]:
             trace._chain(g, target)  # advances the shared traversal only as far as this target needs
         for target in expected:

@@ -117,7 +117,7 @@ _TINY = [
 
 
 def test_fitting_is_reproducible_and_the_model_loads(tmp_path: Path) -> None:
-    from hybridrag.benchmarks.fit_japanese_tagger import main
+    from hybridrag.benchmarks.fitting.fit_japanese_tagger import main
 
     data = tmp_path / "ja.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _TINY * 4), encoding="utf-8")
@@ -168,7 +168,8 @@ def test_the_rules_names_the_tagger_did_not_keep_are_graph_nodes_that_type_nothi
 
 def test_node_only_mentions_make_nodes_typed_by_the_typed_mentions_first() -> None:
     from hybridrag.indexing.analysis.entities import Mention
-    from hybridrag.indexing.stores.graph import ChunkMentions, build_graph
+    from hybridrag.indexing.builds.graph_build import build_graph
+    from hybridrag.indexing.stores.graph import ChunkMentions
 
     text = "日本労働組合総同盟が結成された。日本の会社。"
     graph = build_graph(

@@ -21,9 +21,10 @@ ALLOWED: dict[str, set[str]] = {
     "mcp": {"client", "schemas"},
     "indexing": set(),
     "pipeline": {"indexing", "schemas"},
-    "http": {"pipeline", "indexing", "schemas"},
+    "writes": {"pipeline", "indexing", "schemas"},
+    "http": {"writes", "pipeline", "indexing", "schemas"},
     "benchmarks": {"pipeline", "indexing", "schemas"},
-    "cli": {"http", "pipeline", "indexing", "schemas", "benchmarks", "client", "mcp"},
+    "cli": {"http", "writes", "pipeline", "indexing", "schemas", "benchmarks", "client", "mcp"},
 }
 OLD_TOP_LEVEL = {"service", "indexing", "schemas", "benchmarks", "examples"}
 #: Inside `indexing`, its rooms and what each may import besides itself, bottom up (ARCHITECTURE.md).
@@ -86,6 +87,22 @@ def test_indexing_rooms_import_only_downwards() -> None:
                 inside = parts[:2] == ["hybridrag", "indexing"] and len(parts) > 2
                 if inside and parts[2] != room and parts[2] not in allowed:
                     violations.append(f"{path.relative_to(ROOT)} ({room}) imports {name}")
+    assert not violations, "\n".join(violations)
+
+
+#: Rooms of `indexing` a sub-package may not import although its layer may import `indexing`: searching
+#: never builds (only the write path does).
+FORBIDDEN_ROOMS: dict[str, set[str]] = {"pipeline": {"builds"}, "http": {"builds"}}
+
+
+def test_the_search_path_never_imports_the_builder() -> None:
+    violations = []
+    for package, rooms in FORBIDDEN_ROOMS.items():
+        for path in _package_files()[package]:
+            for name in _imports(path):
+                parts = name.split(".")
+                if parts[:2] == ["hybridrag", "indexing"] and len(parts) > 2 and parts[2] in rooms:
+                    violations.append(f"{path.relative_to(ROOT)} ({package}) imports {name}")
     assert not violations, "\n".join(violations)
 
 

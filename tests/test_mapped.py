@@ -153,7 +153,7 @@ def _rss_file_kb() -> int:
 
 
 def test_mappings_read_tables_and_arrays_and_release_their_pages(tmp_path: Path) -> None:
-    from hybridrag.indexing.stores.mapping import Mappings
+    from hybridrag.indexing.stores.memory_maps import Mappings
 
     _doc_path, chunk_path = _write(tmp_path)
     maps = Mappings(release_every=3)

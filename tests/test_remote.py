@@ -418,13 +418,13 @@ def test_workers_write_the_vector_table_straight_to_the_bucket(
 def test_the_documents_writer_publishes_to_the_bucket(bucket_url: str, tmp_path: Path, embedder: Any) -> None:
     """A replica following a bucket takes writes through the documents API: each batch is a version built on
     the mirror and uploaded (current moved last), and the replica serves it."""
-    from hybridrag.http.app import document_writer
     from hybridrag.schemas.documents import DocumentIn
+    from hybridrag.writes.writer import writer_for
 
     _build(bucket_url, tmp_path / "builder-cache", embedder)
     engine, app = _replica(bucket_url, tmp_path / "cache", embedder)
     with TestClient(app) as client:
-        writer = document_writer(engine.settings, engine)
+        writer = writer_for(engine.settings, engine)
         task = writer.submit_documents([DocumentIn(id="kintaikyo", title="Kintaikyo Bridge", text=EXTRA_DOC)])
         assert writer.run_once() == 1
         done = writer.store.get(task.task_id)

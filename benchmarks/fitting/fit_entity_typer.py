@@ -8,7 +8,7 @@ rules find outside its tags is mostly nationalities, events, works and words tha
 as `span_features` gives them; an L2-regularised multinomial logistic regression (scikit-learn, lbfgs:
 deterministic).
 
-    python -m hybridrag.benchmarks.fit_entity_typer --train ../shared/data/ner/en-wikiann-train.conll
+    python -m hybridrag.benchmarks.fitting.fit_entity_typer --train ../shared/data/ner/en-wikiann-train.conll
 
 Before fitting, the script writes the rules' lexicon (`entity_typer/lexicon.json`, read by the rules, so the
 typer is fitted on the rule types the index will give): the English names of countries and world regions and
@@ -127,7 +127,7 @@ def build_lexicon() -> dict[str, object]:
     lowered_places = {p.lower() for p in places}
     return {
         "source": f"CLDR English territory and language names (babel {__version__}); word lists in "
-        "benchmarks/fit_entity_typer.py",
+        "benchmarks/fitting/fit_entity_typer.py",
         "place": sorted(lowered_places),
         "other": sorted({o.lower() for o in other} - lowered_places),
         "otherCased": sorted(set(CASED_ONLY)),
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     typer.save(
         args.out,
         {
-            "fittedBy": "python -m hybridrag.benchmarks.fit_entity_typer",
+            "fittedBy": "python -m hybridrag.benchmarks.fitting.fit_entity_typer",
             "trainingData": "WikiANN English train split (Babelscape/wikineural @d2e28c7 data/wikiann/en/train.conllu)",
             "trainingFile": args.train.name,
             "trainingSha256": digest,

@@ -13,7 +13,7 @@ regularisation; single-threaded, so a refit writes the same bytes. Before fittin
 fitted on all but one interleaved fold each and scored on it, as the benchmark scores (surface after the
 index's name normalisation, and type): their pooled precision, recall and F1 go into `model.json`.
 
-    python -m hybridrag.benchmarks.fit_japanese_tagger --train ../shared/data/ner/ja-stockmark-dev.jsonl
+    python -m hybridrag.benchmarks.fitting.fit_japanese_tagger --train ../shared/data/ner/ja-stockmark-dev.jsonl
 """
 
 from __future__ import annotations

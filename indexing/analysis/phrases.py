@@ -4,7 +4,7 @@ Capitalisation finds names only in normally cased text. Two case-free sources co
 the words of the whole corpus folded to lower case, so `Text Like This`, `text like this` and
 `TEXT LIKE THIS` give the same names:
 
-* the corpus' own document titles (`graph.link_title_names` looks them up with a `NameDictionary`);
+* the corpus' own document titles (`graph_build.link_title_names` looks them up with a `NameDictionary`);
 * `corpus_phrases`: identifier-like words (letters with digits or an inner hyphen: "il-6", "brca1",
   "covid-19", "a380"), the names capitalisation rules read as acronyms, each in at least two passages and
   at most a small share of them (a word everywhere links nothing in particular).
@@ -77,12 +77,14 @@ def corpus_phrases(docs: Sequence[tuple[str, str]]) -> dict[str, int]:
 class NameDictionary:
     """Names (folded key -> type) to find in text, indexed once for a whole corpus."""
 
-    def __init__(self, names: Mapping[str, str], proper: bool) -> None:
+    def __init__(self, names: Mapping[str, str], proper: bool, concepts: bool = False) -> None:
         """`proper`: names, not terms. Where a sentence's letter case says something it is believed then: a
         match must start with a capital ("the river" is not the place "River"), and one strictly inside a
-        longer name found there is skipped ("Paris" in "Paris Hilton" is someone else)."""
+        longer name found there is skipped ("Paris" in "Paris Hilton" is someone else). `concepts`: the
+        names are concepts, whose mentions make graph nodes but type no chunk."""
         self.names = dict(names)
         self.proper = proper
+        self.concepts = concepts
         self._longest = max((len(k.split()) for k in self.names), default=0)
         self._first_words = {k.split()[0] for k in self.names}
 
@@ -107,7 +109,18 @@ class NameDictionary:
                     key = normalize_name(" ".join(s.keys[i:j]))
                     if key in self.names and (key, s.start) not in have and not inside(i, j):
                         have.add((key, s.start))
-                        added.append(Mention(key, " ".join(s.words[i:j]), self.names[key], s.start, s.end))
+                        surface = " ".join(s.words[i:j])
+                        added.append(
+                            Mention(
+                                key,
+                                surface,
+                                self.names[key],
+                                s.start,
+                                s.end,
+                                node_only=self.concepts,
+                                concept=self.concepts,
+                            )
+                        )
                         break
         return added
 

@@ -1,5 +1,5 @@
 """The type of an English name found in a sentence: a small multinomial logistic regression over the name's
-words and its neighbours, fitted by `benchmarks/fit_entity_typer.py` on WikiANN's English training split.
+words and its neighbours, fitted by `benchmarks/fitting/fit_entity_typer.py` on WikiANN's English training split.
 
 Capitalisation finds English names well (`entities.EntityExtractor`); word-list rules typed only four in
 ten of them right (organisations one in five). The model reads what the rules cannot: a name's own words

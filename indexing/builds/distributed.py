@@ -32,10 +32,10 @@ from hybridrag.indexing.builds.build import (
     WrittenVectors,
     embedding_text,
     make_chunks,
-    parse_date,
 )
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.models.embedders import Embedder, load_embedder
+from hybridrag.indexing.stores.filters import parse_date
 from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.indexing.stores.vectors import TABLE
 

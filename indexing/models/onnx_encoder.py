@@ -72,73 +72,20 @@ def _max_length(model_path: Path) -> int:
 
 def export_onnx(spec: ModelSpec, target: Path | None = None) -> dict[str, Any]:
     """Export `spec`'s model to `target` (int8, per-channel) and check it against torch; returns export.json."""
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from transformers import AutoModel
-
-    from hybridrag.indexing.models.torch_encoder import SentenceTransformerEmbedder
-
     source = spec.resolve()
     if _pooling(source) != "mean":
         raise ModelUnavailable(
             f"{spec.name}: only mean-pooled models are exported (found {_pooling(source)})"
         )
     target = target or onnx_dir(spec.name)
-    model = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
-
-    class LastHidden(torch.nn.Module):
-        # transformers 5 wants keyword arguments (positional export fails on `use_cache`).
-        def __init__(self, inner: torch.nn.Module) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-
     staging = Path(
         tempfile.mkdtemp(prefix="onnx-export-", dir=target.parent if target.parent.exists() else None)
     )
     try:
-        fp32 = staging / "model-fp32.onnx"
-        dummy = torch.ones(2, 8, dtype=torch.long)
-        axes = {0: "batch", 1: "tokens"}
-        torch.onnx.export(
-            LastHidden(model),
-            (dummy, dummy),
-            str(fp32),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["last_hidden_state"],
-            dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
-            opset_version=OPSET,
-            dynamo=False,
-        )
-        int8 = staging / "model-int8.onnx"
-        quantize_dynamic(
-            str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True
-        )
+        fp32, int8 = _export_files(source, staging)
         shutil.copy(source / "tokenizer.json", staging / "tokenizer.json")
-        reference = SentenceTransformerEmbedder(spec)
         max_length = _max_length(source)
-        # int8 when it keeps the vectors (cosine >= MIN_COSINE on the sample), else fp32, which is exact.
-        agreement: dict[str, float] = {}
-        for precision, candidate_file in (("int8", int8), ("fp32", fp32)):
-            shutil.copy(candidate_file, staging / "model.onnx")
-            (staging / "export.json").write_text(json.dumps({"maxLength": max_length}), "utf-8")
-            candidate = OnnxEmbedder(spec, staging)
-            cosines = np.concatenate(
-                [
-                    (reference.embed_queries(SAMPLE) * candidate.embed_queries(SAMPLE)).sum(axis=1),
-                    (reference.embed_passages(SAMPLE) * candidate.embed_passages(SAMPLE)).sum(axis=1),
-                ]
-            )
-            agreement[precision] = round(float(cosines.min()), 5)
-            if cosines.min() >= MIN_COSINE:
-                break
-        else:
-            raise ModelUnavailable(
-                f"{spec.name}: no ONNX export agrees with torch to cosine {MIN_COSINE} ({agreement}); "
-                "not installed"
-            )
+        precision, candidate, agreement, cosines = _choose_precision(spec, staging, int8, fp32, max_length)
         int8.unlink()
         fp32.unlink()
         info = {
@@ -166,6 +113,68 @@ def export_onnx(spec: ModelSpec, target: Path | None = None) -> dict[str, Any]:
         return info
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _export_files(source: Path, staging: Path) -> tuple[Path, Path]:
+    """The model's fp32 ONNX graph (last hidden state out) and its int8 quantization, in `staging`."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
+
+    class LastHidden(torch.nn.Module):
+        # transformers 5 wants keyword arguments (positional export fails on `use_cache`).
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    fp32 = staging / "model-fp32.onnx"
+    dummy = torch.ones(2, 8, dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    torch.onnx.export(
+        LastHidden(model),
+        (dummy, dummy),
+        str(fp32),
+        input_names=["input_ids", "attention_mask"],
+        output_names=["last_hidden_state"],
+        dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
+        opset_version=OPSET,
+        dynamo=False,
+    )
+    int8 = staging / "model-int8.onnx"
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
+    return fp32, int8
+
+
+def _choose_precision(
+    spec: ModelSpec, staging: Path, int8: Path, fp32: Path, max_length: int
+) -> tuple[str, OnnxEmbedder, dict[str, float], np.ndarray]:
+    """int8 when it keeps the vectors (cosine >= MIN_COSINE to torch on the sample), else fp32, which is
+    exact; leaves the chosen one as staging/model.onnx. Raises when neither agrees."""
+    from hybridrag.indexing.models.torch_encoder import SentenceTransformerEmbedder
+
+    reference = SentenceTransformerEmbedder(spec)
+    agreement: dict[str, float] = {}
+    for precision, candidate_file in (("int8", int8), ("fp32", fp32)):
+        shutil.copy(candidate_file, staging / "model.onnx")
+        (staging / "export.json").write_text(json.dumps({"maxLength": max_length}), "utf-8")
+        candidate = OnnxEmbedder(spec, staging)
+        cosines = np.concatenate(
+            [
+                (reference.embed_queries(SAMPLE) * candidate.embed_queries(SAMPLE)).sum(axis=1),
+                (reference.embed_passages(SAMPLE) * candidate.embed_passages(SAMPLE)).sum(axis=1),
+            ]
+        )
+        agreement[precision] = round(float(cosines.min()), 5)
+        if cosines.min() >= MIN_COSINE:
+            return precision, candidate, agreement, cosines
+    raise ModelUnavailable(
+        f"{spec.name}: no ONNX export agrees with torch to cosine {MIN_COSINE} ({agreement}); not installed"
+    )
 
 
 def export_is_current(folder: Path) -> bool:

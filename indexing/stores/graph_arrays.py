@@ -26,7 +26,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,21 +34,14 @@ from scipy import sparse
 
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
+from hybridrag.indexing.stores.graph_order import ChunkOrder
+from hybridrag.indexing.stores.graph_weights import walk_matrices
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import take_pylist
-from hybridrag.indexing.stores.mapping import Mappings
+from hybridrag.indexing.stores.memory_maps import Mappings
 
 FOLDER = "arrays"
-FORMAT = 3  # 3: chunk_relations and relation_pairs
-RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
-TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
-# Added to the edge from a passage to an entity that has an article in the corpus (a document whose whole
-# title is its name) when the passage's own title does not name it: the bridge to the next hop. HotpotQA-100
-# dev hybrid nDCG@10 0.918 / 0.922 / 0.926 / 0.930 / 0.927 at 0 / 1 / 3 / 10 / 30 with any title mention
-# counted as an article, 0.935 at 10 with whole titles (benchmarks/README.md); corpora without articles walk
-# as before.
-ARTICLE_WEIGHT = 10.0
-SYNONYM_WEIGHT = 1.0  # times the name cosine
+FORMAT = 4  # 3: chunk_relations and relation_pairs; 4: the entities' concept flag
 
 ENTITY_SCHEMA = pa.schema(
     [
@@ -62,6 +55,7 @@ ENTITY_SCHEMA = pa.schema(
         ("aliases", pa.list_(pa.string())),
         ("title_chunk_ids", pa.list_(pa.string())),
         ("article", pa.bool_()),
+        ("concept", pa.bool_()),
         ("community", pa.string()),
     ]
 )
@@ -86,43 +80,6 @@ RELATION_SCHEMA = pa.schema(
         ("chunk_ids", pa.list_(pa.string())),
     ]
 )
-
-
-class ChunkOrder(Protocol):
-    """The graph's chunk nodes in order (the chunk table, mapped, in the service; `ListOrder` for a list)."""
-
-    def __len__(self) -> int: ...
-
-    def id_at(self, row: int) -> str: ...
-
-    def ids_at(self, rows: Sequence[int]) -> list[str]: ...
-
-    def row(self, key: str) -> int | None: ...
-
-    def rows(self, keys: Sequence[str]) -> np.ndarray: ...
-
-
-class ListOrder:
-    """A `ChunkOrder` over a list of chunk ids."""
-
-    def __init__(self, ids: Sequence[str]) -> None:
-        self._ids = list(ids)
-        self._row = {c: i for i, c in enumerate(self._ids)}
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def id_at(self, row: int) -> str:
-        return self._ids[row]
-
-    def ids_at(self, rows: Sequence[int]) -> list[str]:
-        return [self._ids[int(r)] for r in rows]
-
-    def row(self, key: str) -> int | None:
-        return self._row.get(key)
-
-    def rows(self, keys: Sequence[str]) -> np.ndarray:
-        return np.array([self._row.get(k, -1) for k in keys], dtype=np.int64)
 
 
 def name_forms(name: str, aliases: Sequence[str]) -> list[str]:
@@ -186,80 +143,10 @@ class GraphArrays:
             for form in name_forms(e.name, e.aliases):
                 forms.append(form)
                 name_entity.append(i)
-        n = ne + len(order)
-        rows: list[int] = []
-        cols: list[int] = []
-        weights: list[float] = []
-        pair_keys: list[int] = []
-        for r in graph.relations:
-            a, b = index[r.source], index[r.target]
-            rows += [a, b]
-            cols += [b, a]
-            weights += [RELATION_WEIGHT * r.count] * 2
-            pair_keys.append(min(a, b) * ne + max(a, b))
-        synonym_keys: list[int] = []
-        for syn in graph.synonyms:
-            a, b = index[syn.source], index[syn.target]
-            rows += [a, b]
-            cols += [b, a]
-            weights += [SYNONYM_WEIGHT * syn.similarity] * 2
-            synonym_keys.append(min(a, b) * ne + max(a, b))
-        mention_entity: list[int] = []
-        mention_chunk: list[str] = []
-        mention_titled: list[bool] = []
-        mention_article: list[bool] = []
-        for i, e in enumerate(graph.entities):
-            titled = set(e.title_chunk_ids)
-            mention_entity += [i] * len(e.chunk_ids)
-            mention_chunk += e.chunk_ids
-            mention_titled += [cid in titled for cid in e.chunk_ids]
-            mention_article += [e.article] * len(e.chunk_ids)
-        # Every mention's chunk row in one lookup; chunks the table does not hold are left out.
-        at = order.rows(mention_chunk)
-        kept = at >= 0
-        entity = np.asarray(mention_entity, dtype=np.int64)[kept]
-        chunk = ne + at[kept]
-        # Entity -> passage: mostly to the passages about it (title), so a bridge entity leads to its own
-        # article. Passage -> entity: mostly to the entities with an article that the passage's own title
-        # does not name, the bridges; alike to the others (a corpus without articles walks as before).
-        about = np.asarray(mention_titled, dtype=bool)[kept]
-        to_chunk = 1.0 + TITLE_WEIGHT * about
-        to_entity = 1.0 + ARTICLE_WEIGHT * (np.asarray(mention_article, dtype=bool)[kept] & ~about)
-        directed = sparse.csr_matrix(  # duplicates add up
-            (
-                np.concatenate([np.asarray(weights, dtype=np.float64), to_entity, to_chunk]),
-                (
-                    np.concatenate([np.asarray(rows, dtype=np.int64), chunk, entity]),
-                    np.concatenate([np.asarray(cols, dtype=np.int64), entity, chunk]),
-                ),
-            ),
-            shape=(n, n),
-        )
-        adjacency = sparse.csr_matrix(directed + directed.T)
-        out_weight = np.asarray(directed.sum(axis=1)).ravel()
-        inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
-        transition_t = sparse.csr_matrix((sparse.diags(inv) @ directed).T)
-        keys = np.asarray(pair_keys, dtype=np.int64)
+        adjacency, transition_t, keys, synonym_keys = walk_matrices(graph, index, order)
         pair_order = np.argsort(keys, kind="stable")
-        per_entity: list[list[int]] = [[] for _ in range(ne)]
-        for row in sorted(
-            range(len(graph.relations)), key=lambda j: (-graph.relations[j].count, graph.relations[j].id)
-        ):
-            r = graph.relations[row]
-            per_entity[index[r.source]].append(row)
-            per_entity[index[r.target]].append(row)
-        indptr = np.zeros(ne + 1, dtype=np.int64)
-        indptr[1:] = np.cumsum([len(x) for x in per_entity])
-        # Chunk -> the relations it evidences: a result names them without reading every relation's chunk list
-        # (a hub pair lists thousands of chunks).
-        lengths = np.fromiter((len(r.chunk_ids) for r in graph.relations), dtype=np.int64, count=len(keys))
-        evidence_chunk = order.rows([c for r in graph.relations for c in r.chunk_ids])
-        evidence_relation = np.repeat(np.arange(len(keys), dtype=np.int64), lengths)
-        held = evidence_chunk >= 0
-        evidence_chunk, evidence_relation = evidence_chunk[held], evidence_relation[held]
-        by_chunk = np.lexsort((evidence_relation, evidence_chunk))
-        chunk_relations_indptr = np.zeros(len(order) + 1, dtype=np.int64)
-        chunk_relations_indptr[1:] = np.cumsum(np.bincount(evidence_chunk, minlength=len(order)))
+        indptr, relation_rows = _relations_by_entity(graph, index)
+        chunk_indptr, chunk_relations = _relations_by_chunk(graph, order)
         rank = np.empty(ne, dtype=np.int64)
         ranked = sorted(range(ne), key=lambda i: (-graph.entities[i].mentions, graph.entities[i].id))
         rank[np.asarray(ranked, dtype=np.int64)] = np.arange(ne)
@@ -276,12 +163,12 @@ class GraphArrays:
             _compact(transition_t),
             keys[pair_order],
             pair_order.astype(np.int64),
-            np.sort(np.asarray(synonym_keys, dtype=np.int64)),
+            synonym_keys,
             indptr,
-            np.asarray([row for x in per_entity for row in x], dtype=np.int64),
+            relation_rows,
             keys,
-            chunk_relations_indptr,
-            _narrow(evidence_relation[by_chunk], len(keys)),
+            chunk_indptr,
+            _narrow(chunk_relations, len(keys)),
             rank,
             np.asarray([len(e.chunk_ids) for e in graph.entities], dtype=np.int64),
             len(order),
@@ -386,9 +273,10 @@ class GraphArrays:
         return Entity(**data)
 
     def entity_heads(self, rows: Sequence[int] | np.ndarray) -> list[dict[str, Any]]:
-        """`id`, `name` and `type` of each entity row, in one read (a path names its steps; the full rows
-        carry lists of every chunk a hub entity is in)."""
-        return take_pylist(self.entities.select(["id", "name", "type"]), np.asarray(rows, dtype=np.int64))
+        """`id`, `name`, `type` and `concept` of each entity row, in one read (a path names its steps; the
+        full rows carry lists of every chunk a hub entity is in)."""
+        columns = ["id", "name", "type", "concept"]
+        return take_pylist(self.entities.select(columns), np.asarray(rows, dtype=np.int64))
 
     def community(self, row: int) -> Community:
         return Community(**self.communities.slice(row, 1).to_pylist()[0])
@@ -447,6 +335,36 @@ class GraphArrays:
 def _narrow(rows: np.ndarray, bound: int) -> np.ndarray:
     """int32 rows where every row below `bound` fits (half the bytes on disk and in the page cache)."""
     return rows.astype(np.int32) if bound < 2**31 - 1 else rows.astype(np.int64)
+
+
+def _relations_by_entity(graph: GraphData, index: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Each entity's relations (an indptr over relation rows), most frequent first, then by id."""
+    ne = len(graph.entities)
+    per_entity: list[list[int]] = [[] for _ in range(ne)]
+    for row in sorted(
+        range(len(graph.relations)), key=lambda j: (-graph.relations[j].count, graph.relations[j].id)
+    ):
+        r = graph.relations[row]
+        per_entity[index[r.source]].append(row)
+        per_entity[index[r.target]].append(row)
+    indptr = np.zeros(ne + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(x) for x in per_entity])
+    return indptr, np.asarray([row for x in per_entity for row in x], dtype=np.int64)
+
+
+def _relations_by_chunk(graph: GraphData, order: ChunkOrder) -> tuple[np.ndarray, np.ndarray]:
+    """Chunk -> the relations it evidences (an indptr over relation rows, ascending): a result names them
+    without reading every relation's chunk list (a hub pair lists thousands of chunks)."""
+    count = len(graph.relations)
+    lengths = np.fromiter((len(r.chunk_ids) for r in graph.relations), dtype=np.int64, count=count)
+    evidence_chunk = order.rows([c for r in graph.relations for c in r.chunk_ids])
+    evidence_relation = np.repeat(np.arange(count, dtype=np.int64), lengths)
+    held = evidence_chunk >= 0
+    evidence_chunk, evidence_relation = evidence_chunk[held], evidence_relation[held]
+    by_chunk = np.lexsort((evidence_relation, evidence_chunk))
+    indptr = np.zeros(len(order) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.bincount(evidence_chunk, minlength=len(order)))
+    return indptr, evidence_relation[by_chunk]
 
 
 def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:

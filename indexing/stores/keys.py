@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from hybridrag.indexing.stores.mapping import Mappings
+    from hybridrag.indexing.stores.memory_maps import Mappings
 
 KEY_DTYPE = np.dtype([("hash", "<u8"), ("row", "<i8")])
 

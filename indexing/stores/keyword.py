@@ -32,6 +32,22 @@ class KeywordHit:
 
 
 @dataclass(frozen=True, slots=True)
+class KeywordSearch:
+    """A search's hits (best first), how many chunks matched, and the query's BM25 ceilings.
+
+    `ceiling`: the best attainable score over the query terms the corpus holds (sum of boost * idf * (k1 + 1),
+    each term's limit as its frequency grows); `absent`: the same sum over the terms it does not hold, each
+    at the idf of a term in no chunk. A hit's score over `ceiling` says how much of what the corpus could
+    match it matches; over `ceiling + absent`, how much of the query itself.
+    """
+
+    hits: list[KeywordHit]
+    total: int
+    ceiling: float
+    absent: float
+
+
+@dataclass(frozen=True, slots=True)
 class KeywordRow:
     """What the keyword index needs of a chunk."""
 
@@ -119,20 +135,22 @@ class KeywordIndex:
         return tokens, bigrams
 
     def search(
-        self, text: str, limit: int, filters: ChunkFilters | None = None
-    ) -> tuple[list[KeywordHit], int, float]:
-        """Top `limit` chunks by BM25, the total number of matching chunks, and the best attainable score.
-
-        The best attainable score is sum over query clauses of boost * idf * (k1 + 1), the limit of each
-        term's BM25 contribution as its frequency grows; dividing by it gives a query-independent 0..1.
-        """
-        tokens, bigrams = self.query_terms(text)
+        self,
+        text: str,
+        limit: int,
+        filters: ChunkFilters | None = None,
+        analysed: tuple[Sequence[str], Sequence[str]] | None = None,
+    ) -> KeywordSearch:
+        """Top `limit` chunks by BM25, the total number of matching chunks, and the query's ceilings.
+        `analysed`: the text's `query_terms` when the caller has them."""
+        tokens, bigrams = self.query_terms(text) if analysed is None else analysed
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
-        ceiling = 0.0
+        ceiling = absent = 0.0
         for field, terms, boost in (("tokens", tokens, 1.0), ("bigrams", bigrams, self.bigram_weight)):
             for term in terms:
                 df = self._searcher.doc_freq(field, term)
                 if df == 0:
+                    absent += boost * self._idf(0) * (BM25_K1 + 1.0)
                     continue
                 q = tantivy.Query.term_query(self._schema, field, term)
                 clauses.append(
@@ -140,7 +158,7 @@ class KeywordIndex:
                 )
                 ceiling += boost * self._idf(df) * (BM25_K1 + 1.0)
         if not clauses:
-            return [], 0, 0.0
+            return KeywordSearch([], 0, 0.0, absent)
         query = tantivy.Query.boolean_query(clauses)
         filter_query = self._filter_query(filters)
         if filter_query is not None:
@@ -157,7 +175,7 @@ class KeywordIndex:
         for score, address in result.hits:
             stored = self._searcher.doc(address)
             hits.append(KeywordHit(stored["chunk_id"][0], float(score)))
-        return hits, int(getattr(result, "count", 0) or 0), ceiling
+        return KeywordSearch(hits, int(getattr(result, "count", 0) or 0), ceiling, absent)
 
     def _idf(self, df: int) -> float:
         n = max(1, self.num_chunks)

@@ -19,7 +19,7 @@ import pyarrow.feather as feather
 
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.keys import KeyIndex
-from hybridrag.indexing.stores.mapping import Mappings
+from hybridrag.indexing.stores.memory_maps import Mappings
 from hybridrag.indexing.stores.tables import Chunk, chunk_from_row, document_from_row
 
 

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import take_pylist
-from hybridrag.indexing.stores.mapping import Mappings
+from hybridrag.indexing.stores.memory_maps import Mappings
 
 VECTORS = "serving-vectors.npy"
 CODES = "serving-codes.faiss"

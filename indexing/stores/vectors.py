@@ -11,15 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from hybridrag.indexing.stores.filters import ChunkFilters
-from hybridrag.indexing.stores.mapping import Mappings
+from hybridrag.indexing.stores.filters import ChunkFilters, filter_mask, filter_sql, sql_list
+from hybridrag.indexing.stores.memory_maps import Mappings
 from hybridrag.indexing.stores.quantized import QuantizedVectors, present, write_serving_files
 
 TABLE = "chunks"
@@ -100,7 +99,7 @@ class VectorIndexWriter:
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
-            self._table.delete(f"doc_id IN ({_sql_list(doc_ids)})")
+            self._table.delete(f"doc_id IN ({sql_list(doc_ids)})")
 
     def set_entity_types(self, types: dict[str, Sequence[str]]) -> None:
         """New entity types for existing rows (by chunk id); vectors and the other columns are kept."""
@@ -272,7 +271,7 @@ class VectorIndex:
             return {cid: self._matrix[self._row[cid]] for cid in chunk_ids if cid in self._row}
         table = (
             self._table.search()
-            .where(f"chunk_id IN ({_sql_list(list(chunk_ids))})")
+            .where(f"chunk_id IN ({sql_list(list(chunk_ids))})")
             .select(["chunk_id", "vector"])
             .limit(len(chunk_ids))
             .to_arrow()
@@ -322,66 +321,3 @@ def _ids_and_vectors(table: pa.Table, dim: int) -> tuple[list[str], np.ndarray]:
     """Chunk ids and their vectors (rows x dim float32) from an Arrow table with those two columns."""
     flat = table.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
     return table.column("chunk_id").to_pylist(), np.asarray(flat, dtype=np.float32).reshape(-1, dim)
-
-
-def _sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _sql_list(values: Sequence[str]) -> str:
-    return ", ".join(_sql_str(v) for v in values)
-
-
-def _sql_time(value: datetime) -> str:
-    return f"timestamp '{value.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
-
-
-def filter_mask(columns: pa.Table, filters: ChunkFilters) -> np.ndarray:
-    """Which rows of `columns` (chunk_id, file_id, date, entity_types) pass `filters`: the predicate of
-    `filter_sql`, evaluated in memory (a row without a date fails any date bound, as NULL does in SQL)."""
-    import pyarrow.compute as pc
-
-    n = columns.num_rows
-    mask = np.ones(n, dtype=bool)
-    for name, values in (("file_id", filters.file_ids), ("chunk_id", filters.chunk_ids)):
-        if values is not None:
-            hit = pc.is_in(columns.column(name), value_set=pa.array(list(values), pa.string()))
-            mask &= _bools(hit)
-    if filters.entity_types is not None:
-        types = columns.column("entity_types").combine_chunks()
-        flat_hit = pc.is_in(types.flatten(), value_set=pa.array(list(filters.entity_types), pa.string()))
-        parents = pc.list_parent_indices(types).to_numpy(zero_copy_only=False)
-        any_type = np.zeros(n, dtype=bool)
-        any_type[parents[_bools(flat_hit)]] = True
-        mask &= any_type
-    for bound, compare in ((filters.date_start, pc.greater_equal), (filters.date_end, pc.less_equal)):
-        if bound is not None:
-            passed = compare(columns.column("date"), pa.scalar(bound, pa.timestamp("us")))
-            mask &= _bools(pc.fill_null(passed, False))
-    return mask
-
-
-def _bools(values: Any) -> np.ndarray:
-    """An Arrow boolean array (without nulls) as a numpy bool array."""
-    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def filter_sql(filters: ChunkFilters | None) -> str | None:
-    """The SQL predicate for the filters; an empty id list matches nothing, as in the keyword index."""
-    if filters is None:
-        return None
-    parts = []
-    if filters.file_ids is not None:
-        parts.append(f"file_id IN ({_sql_list(filters.file_ids)})" if filters.file_ids else "false")
-    if filters.chunk_ids is not None:
-        parts.append(f"chunk_id IN ({_sql_list(filters.chunk_ids)})" if filters.chunk_ids else "false")
-    if filters.entity_types is not None:
-        if filters.entity_types:
-            parts.append(f"array_has_any(entity_types, [{_sql_list(filters.entity_types)}])")
-        else:
-            parts.append("false")
-    if filters.date_start is not None:
-        parts.append(f"date >= {_sql_time(filters.date_start)}")
-    if filters.date_end is not None:
-        parts.append(f"date <= {_sql_time(filters.date_end)}")
-    return " AND ".join(parts) if parts else None

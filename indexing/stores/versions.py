@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
+from hybridrag.indexing.stores.manifest import Manifest
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -47,6 +48,19 @@ class IndexVersion:
     @property
     def version(self) -> str:
         return str(self.manifest["version"])
+
+    @property
+    def record(self) -> Manifest:
+        """The manifest as a typed record (what readers use; builders write `manifest`)."""
+        return Manifest.parse(self.manifest)
+
+
+def published(index_dir: Path) -> Iterator[Manifest]:
+    """The manifests of the versions kept under `index_dir` (oldest first); unreadable ones are skipped."""
+    folder = index_dir / "versions"
+    for path in sorted(folder.glob(f"*/{MANIFEST}")) if folder.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            yield Manifest.parse(json.loads(path.read_text("utf-8")))
 
 
 def new_version_name() -> str:

@@ -28,7 +28,14 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from hybridrag.schemas.batch import BatchMerge, BatchSearchRequest, BatchSearchResult
-from hybridrag.schemas.documents import AddDocumentsRequest, DocumentIn, DocumentList, WriteTask
+from hybridrag.schemas.documents import (
+    AddDocumentsRequest,
+    ChunkDetail,
+    DocumentDetail,
+    DocumentIn,
+    DocumentList,
+    WriteTask,
+)
 from hybridrag.schemas.errors import Language, pick_language, translate_errors
 from hybridrag.schemas.search import SearchRequest, SearchResult
 
@@ -284,13 +291,15 @@ class HybridRagClient:
         response = self._call("POST", "/v1/search/batch", language, json=body)
         return BatchSearchResult.model_validate_json(response.content)
 
-    def document(self, doc_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = self._call("GET", f"/v1/documents/{quote(doc_id, safe='')}").json()
-        return data
+    def document(self, doc_id: str) -> DocumentDetail:
+        """A document's full text and metadata, with its chunks' offsets."""
+        response = self._call("GET", f"/v1/documents/{quote(doc_id, safe='')}")
+        return DocumentDetail.model_validate_json(response.content)
 
-    def chunk(self, chunk_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = self._call("GET", f"/v1/chunks/{quote(chunk_id, safe='')}").json()
-        return data
+    def chunk(self, chunk_id: str) -> ChunkDetail:
+        """A chunk's text, its offsets in its document and its neighbours' ids."""
+        response = self._call("GET", f"/v1/chunks/{quote(chunk_id, safe='')}")
+        return ChunkDetail.model_validate_json(response.content)
 
     def ready(self) -> bool:
         try:
@@ -396,13 +405,13 @@ class AsyncHybridRagClient:
         response = await self._call("POST", "/v1/search/batch", language, json=body)
         return BatchSearchResult.model_validate_json(response.content)
 
-    async def document(self, doc_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = (await self._call("GET", f"/v1/documents/{quote(doc_id, safe='')}")).json()
-        return data
+    async def document(self, doc_id: str) -> DocumentDetail:
+        response = await self._call("GET", f"/v1/documents/{quote(doc_id, safe='')}")
+        return DocumentDetail.model_validate_json(response.content)
 
-    async def chunk(self, chunk_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = (await self._call("GET", f"/v1/chunks/{quote(chunk_id, safe='')}")).json()
-        return data
+    async def chunk(self, chunk_id: str) -> ChunkDetail:
+        response = await self._call("GET", f"/v1/chunks/{quote(chunk_id, safe='')}")
+        return ChunkDetail.model_validate_json(response.content)
 
     async def ready(self) -> bool:
         try:

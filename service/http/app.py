@@ -19,11 +19,11 @@ from hybridrag.http.problems import install_handlers
 from hybridrag.http.ratelimit import RateLimiter
 from hybridrag.http.routes import api, health
 from hybridrag.http.ui import mount_ui
-from hybridrag.pipeline.documents import DocumentWriter
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
 from hybridrag.schemas.base import SCHEMA_VERSION
 from hybridrag.schemas.openapi import contract_components
+from hybridrag.writes.writer import writer_for
 
 log = logging.getLogger("hybridrag.app")
 
@@ -64,7 +64,7 @@ def create_app(
         redirect_slashes=False,
     )
     app.state.engine = engine
-    app.state.writer = document_writer(settings, engine)
+    app.state.writer = writer_for(settings, engine)
     app.state.metrics = Metrics() if settings.metrics_enabled else None
     app.state.limiter = (
         RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
@@ -102,29 +102,6 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
-
-
-def document_writer(settings: Settings, engine: SearchEngine) -> DocumentWriter:
-    """The documents API's writer: on the index directory, or on the mirror of the followed bucket (each
-    version uploaded there); the engine loads every version it publishes at once."""
-
-    def published() -> None:
-        engine.sync_remote()
-        engine.reload_if_switched()
-
-    kwargs: dict[str, Any] = {
-        "batch_max": settings.documents_batch_max,
-        "batch_wait_s": settings.documents_batch_wait_s,
-        "keep_tasks_s": settings.documents_keep_tasks_s,
-        "published": published,
-    }
-    if settings.index_url is not None:
-        from hybridrag.indexing.stores.remote import remote_workspace
-
-        url, cache = settings.index_url, settings.cache_dir
-        kwargs["workspace"] = lambda: remote_workspace(url, cache)
-        kwargs["tasks_dir"] = cache / "tasks" / settings.index_dir.name
-    return DocumentWriter(settings.index_dir, **kwargs)
 
 
 def app_from_env() -> FastAPI:

@@ -15,7 +15,7 @@ from pydantic import SecretStr
 
 from hybridrag.http.problems import ProblemError
 from hybridrag.http.ratelimit import caller_key, retry_after
-from hybridrag.pipeline.engine import NotReady, SearchEngine
+from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.schemas.errors import Language, pick_language
 
@@ -87,10 +87,7 @@ async def rate_limit(request: Request) -> None:
 
 async def get_index(engine: Annotated[SearchEngine, Depends(get_engine)]) -> LoadedIndex:
     """The index version being served, pinned for the whole request; 503 (retry later) before one is loaded."""
-    try:
-        return engine.index
-    except NotReady as exc:
-        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
+    return engine.index  # NotReady (a pipeline error) is a 503 problem (`http.problems`)
 
 
 EngineDep = Annotated[SearchEngine, Depends(get_engine)]

@@ -1,8 +1,9 @@
-"""The documents API: add (JSON or files) and delete documents as asynchronous tasks, list what is indexed.
+"""The documents API: add (JSON or files) and delete documents as asynchronous tasks; read what is indexed
+(the list, a document, a chunk) and a task's outcome.
 
 Writes need the write key (`deps.require_write_key`), answer 202 with a task, and are applied by the
 `DocumentWriter` on `app.state` in batches, each batch one new index version; reads (`GET /v1/documents`,
-`GET /v1/tasks/{id}`) need the search key when one is set.
+`GET /v1/documents/{id}`, `GET /v1/chunks/{id}`, `GET /v1/tasks/{id}`) need the search key when one is set.
 """
 
 from __future__ import annotations
@@ -13,11 +14,27 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from hybridrag.http.deps import IndexDep, LanguageDep, rate_limit, require_api_key, require_write_key
+from hybridrag.http.bodies import bounded_body, is_json, media_type, parse_body, require_utf8
+from hybridrag.http.deps import (
+    EngineDep,
+    IndexDep,
+    LanguageDep,
+    rate_limit,
+    require_api_key,
+    require_write_key,
+)
 from hybridrag.http.problems import Problem, ProblemError, echo, field_error
-from hybridrag.http.routes import decode_content, parse_body
-from hybridrag.pipeline.documents import DocumentWriter
-from hybridrag.schemas.documents import AddDocumentsRequest, DocumentList, DocumentSummary, WriteTask
+from hybridrag.pipeline.response import document_url
+from hybridrag.schemas.documents import (
+    AddDocumentsRequest,
+    ChunkDetail,
+    ChunkSpan,
+    DocumentDetail,
+    DocumentList,
+    DocumentSummary,
+    WriteTask,
+)
+from hybridrag.writes.writer import DocumentWriter
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {"application/problem+json": {}}}
@@ -39,19 +56,6 @@ def _accepted(task: WriteTask) -> Response:
         media_type="application/json",
         headers={"Location": f"/v1/tasks/{task.task_id}"},
     )
-
-
-async def _bounded_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
-        chunks.append(chunk)
-    return decode_content(request, b"".join(chunks), limit)
 
 
 @writes.post(
@@ -81,13 +85,10 @@ async def add_documents(request: Request, lang: LanguageDep) -> Response:
     settings = request.app.state.engine.settings
     writer = _writer(request)
     limit = settings.documents_max_per_request
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    body = await _bounded_body(request, settings.documents_max_body_bytes)
-    if ctype == "application/json" or ctype.endswith("+json"):
-        try:
-            body.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ProblemError(400, errors=[field_error(request, "body", "invalid_utf8")]) from None
+    ctype = media_type(request)
+    body = await bounded_body(request, settings.documents_max_body_bytes)
+    if is_json(ctype):
+        require_utf8(request, body)
         parsed = await run_in_threadpool(parse_body, body, lang, AddDocumentsRequest)
         if len(parsed.documents) > limit:
             error = field_error(request, "documents", "too_many_documents", {"limit": limit})
@@ -171,3 +172,72 @@ def list_documents(
         index_version=index.version_name,
     )
     return Response(answer.model_dump_json(by_alias=True), media_type="application/json")
+
+
+def _json(model: DocumentDetail | ChunkDetail) -> Response:
+    return Response(model.model_dump_json(by_alias=True), media_type="application/json")
+
+
+@reads.get(
+    "/v1/documents/{doc_id}",
+    summary="A document's full text and metadata",
+    response_model=DocumentDetail,
+    responses=_ERRORS,
+)
+async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> Response:
+    doc = index.documents.get(doc_id)
+    if doc is None:
+        raise ProblemError(404, f"no document with id {echo(doc_id)}")
+    return _json(
+        DocumentDetail(
+            id=doc.doc_id,
+            file_id=doc.file_id,
+            title=doc.title,
+            text=doc.text,
+            url=doc.url or document_url(engine.settings.base_url, doc.doc_id),
+            source_url=doc.url,
+            date=doc.date,
+            language=doc.language,
+            metadata=doc.metadata,
+            chunks=[
+                ChunkSpan(id=c.chunk_id, position=c.position, start=c.start, end=c.end, pages=list(c.pages))
+                for c in index.chunks.of_doc(doc_id)
+            ],
+            index_version=index.version_name,
+        )
+    )
+
+
+@reads.get(
+    "/v1/chunks/{chunk_id}",
+    summary="A chunk's text, offsets in its document and neighbours",
+    response_model=ChunkDetail,
+    responses=_ERRORS,
+)
+async def get_chunk(chunk_id: str, engine: EngineDep, index: IndexDep) -> Response:
+    chunk = index.chunks.get(chunk_id)
+    if chunk is None:
+        raise ProblemError(404, f"no chunk with id {echo(chunk_id)}")
+    doc = index.documents[chunk.doc_id]
+    siblings = index.chunks.of_doc(chunk.doc_id)
+    at = next(i for i, c in enumerate(siblings) if c.chunk_id == chunk_id)
+    own = document_url(engine.settings.base_url, doc.doc_id)
+    return _json(
+        ChunkDetail(
+            id=chunk.chunk_id,
+            doc_id=doc.doc_id,
+            file_id=chunk.file_id,
+            title=doc.title,
+            text=chunk.text,
+            position=chunk.position,
+            start=chunk.start,
+            end=chunk.end,
+            language=chunk.language,
+            pages=list(chunk.pages),
+            previous_id=siblings[at - 1].chunk_id if at > 0 else None,
+            next_id=siblings[at + 1].chunk_id if at + 1 < len(siblings) else None,
+            url=doc.url or own,
+            document_url=own,
+            index_version=index.version_name,
+        )
+    )

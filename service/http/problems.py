@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from hybridrag.pipeline.errors import InvalidSearch, NotReady, SearchError
 from hybridrag.schemas.errors import MAX_REPORTED_ERRORS, ErrorDetail, message_for, pick_language
 
 log = logging.getLogger("hybridrag.http")
@@ -132,7 +133,31 @@ def field_error(request: Request, path: str, code: str, ctx: dict[str, Any] | No
     return ErrorDetail(path=path, message=message_for(code, lang, ctx), code=code)
 
 
+#: The pipeline's errors as problem documents: status, and the headers they carry.
+PIPELINE_PROBLEMS: dict[type[SearchError], tuple[int, dict[str, str]]] = {
+    NotReady: (503, {"Retry-After": "5"}),
+    InvalidSearch: (422, {}),
+}
+
+
+def pipeline_problem(request: Request, exc: SearchError) -> ProblemError:
+    """A pipeline error as the problem the API answers with (`PIPELINE_PROBLEMS`)."""
+    status, headers = next((v for kind, v in PIPELINE_PROBLEMS.items() if isinstance(exc, kind)), (500, {}))
+    if isinstance(exc, InvalidSearch):
+        return ProblemError(status, errors=[field_error(request, exc.path, exc.code, exc.ctx)])
+    if isinstance(exc, NotReady):
+        return ProblemError(status, f"index not loaded: {exc}", headers=headers)
+    return ProblemError(status, str(exc), headers=headers)
+
+
 def install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(SearchError)
+    async def _pipeline(request: Request, exc: SearchError) -> JSONResponse:
+        problem = pipeline_problem(request, exc)
+        return problem_response(
+            request, problem.status, problem.detail, problem.errors, problem.headers, problem.error_count
+        )
+
     @app.exception_handler(ProblemError)
     async def _problem(request: Request, exc: ProblemError) -> JSONResponse:
         return problem_response(request, exc.status, exc.detail, exc.errors, exc.headers, exc.error_count)

@@ -5,25 +5,21 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import zlib
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ValidationError
 
+from hybridrag.http.bodies import parse_body, read_json_body
 from hybridrag.http.deps import EngineDep, IndexDep, LanguageDep, rate_limit, require_api_key
 from hybridrag.http.metrics import CONTENT_TYPE
-from hybridrag.http.problems import Problem, ProblemError, echo, field_error
-from hybridrag.pipeline.batch import merge_results
-from hybridrag.pipeline.engine import InvalidSearch, NotReady
+from hybridrag.http.problems import Problem, ProblemError, field_error
+from hybridrag.pipeline.errors import InvalidSearch
+from hybridrag.pipeline.merge import merge_results
 from hybridrag.schemas.base import SCHEMA_VERSION
 from hybridrag.schemas.batch import BatchError, BatchOutcome, BatchSearchRequest, BatchSearchResult
-from hybridrag.schemas.errors import translate_errors
 from hybridrag.schemas.search import SearchRequest, SearchResult
-
-M = TypeVar("M", bound=BaseModel)
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {"application/problem+json": {}}}
@@ -84,70 +80,6 @@ def _observe(request: Request, result: SearchResult) -> None:
         registry.observe_search(result)
 
 
-async def read_json_body(request: Request, limit: int) -> bytes:
-    """The raw body, refusing the wrong media type, oversized bodies and invalid UTF-8 with clear errors."""
-    # A body without a Content-Type is refused too: the media type is the caller's claim, never our guess.
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype != "application/json" and not ctype.endswith("+json"):
-        raise ProblemError(415, errors=[field_error(request, "body", "unsupported_media_type")])
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
-    chunks = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
-        chunks.append(chunk)
-    body = decode_content(request, b"".join(chunks), limit)
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProblemError(400, errors=[field_error(request, "body", "invalid_utf8")]) from None
-    return body
-
-
-def decode_content(request: Request, body: bytes, limit: int) -> bytes:
-    """The body after its `Content-Encoding`: none, or gzip (HTTP clients compress large batch bodies).
-
-    Decompression stops past `limit` bytes, so a small bomb is a 413 like any oversized body; another encoding
-    is a 415 naming it; a damaged gzip stream is a 400.
-    """
-    encodings = [
-        e.strip().lower() for e in request.headers.get("content-encoding", "").split(",") if e.strip()
-    ]
-    encodings = [e for e in encodings if e != "identity"]
-    if not encodings:
-        return body
-    if encodings not in (["gzip"], ["x-gzip"]):
-        shown = ", ".join(encodings)[:40]
-        raise ProblemError(
-            415, errors=[field_error(request, "body", "unsupported_content_encoding", {"encoding": shown})]
-        )
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(body, limit + 1)
-        complete = inflater.eof and not inflater.unconsumed_tail and not inflater.unused_data
-    except zlib.error:
-        raise ProblemError(400, errors=[field_error(request, "body", "invalid_gzip")]) from None
-    if len(out) > limit:
-        raise ProblemError(413, errors=[field_error(request, "body", "body_too_large", {"limit": limit})])
-    if not complete:
-        raise ProblemError(400, errors=[field_error(request, "body", "invalid_gzip")])
-    return out
-
-
-def parse_body(body: bytes, lang: LanguageDep, model: type[M]) -> M:
-    """Validate `body` against `model`; run it off the event loop (a large body takes a while)."""
-    try:
-        return model.model_validate_json(body)
-    except ValidationError as exc:
-        errors = translate_errors(exc, lang)
-        status = 400 if any(e.code in ("json_invalid", "json_type") for e in errors) else 422
-        raise ProblemError(status, errors=errors, error_count=exc.error_count()) from None
-
-
 @api.post(
     "/v1/search",
     summary="Hybrid search (keyword, semantic, graph) fused with weighted RRF",
@@ -158,12 +90,8 @@ def parse_body(body: bytes, lang: LanguageDep, model: type[M]) -> M:
 async def search(request: Request, engine: EngineDep, lang: LanguageDep) -> Response:
     body = await read_json_body(request, engine.settings.max_body_bytes)
     search_request = await run_in_threadpool(parse_body, body, lang, SearchRequest)
-    try:
-        result = await run_in_threadpool(engine.search, search_request, request.state.request_id)
-    except NotReady as exc:
-        raise ProblemError(503, f"index not loaded: {exc}", headers={"Retry-After": "5"}) from None
-    except InvalidSearch as exc:
-        raise ProblemError(422, errors=[field_error(request, exc.path, exc.code, exc.ctx)]) from None
+    # The pipeline's errors (not ready, invalid for this index) become problems in `http.problems`.
+    result = await run_in_threadpool(engine.search, search_request, request.state.request_id)
     _observe(request, result)
     return Response(result.model_dump_json(by_alias=True), media_type="application/json")
 
@@ -229,58 +157,3 @@ async def search_batch(request: Request, engine: EngineDep, index: IndexDep, lan
         schema_version=SCHEMA_VERSION,
     )
     return Response(answer.model_dump_json(by_alias=True), media_type="application/json")
-
-
-@api.get("/v1/documents/{doc_id}", summary="A document's full text and metadata", responses=_ERRORS)
-async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> dict[str, Any]:
-    doc = index.documents.get(doc_id)
-    if doc is None:
-        raise ProblemError(404, f"no document with id {echo(doc_id)}")
-    chunk_ids = index.chunks.of_doc(doc_id)
-    return {
-        "id": doc.doc_id,
-        "fileId": doc.file_id,
-        "title": doc.title,
-        "text": doc.text,
-        "url": doc.url or f"{engine.settings.base_url}/v1/documents/{doc.doc_id}",
-        "sourceUrl": doc.url,
-        "date": doc.date,
-        "language": doc.language,
-        "metadata": doc.metadata,
-        "chunks": [
-            {"id": c.chunk_id, "position": c.position, "start": c.start, "end": c.end, "pages": c.pages}
-            for c in chunk_ids
-        ],
-        "indexVersion": index.version_name,
-    }
-
-
-@api.get(
-    "/v1/chunks/{chunk_id}",
-    summary="A chunk's text, offsets in its document and neighbours",
-    responses=_ERRORS,
-)
-async def get_chunk(chunk_id: str, engine: EngineDep, index: IndexDep) -> dict[str, Any]:
-    chunk = index.chunks.get(chunk_id)
-    if chunk is None:
-        raise ProblemError(404, f"no chunk with id {echo(chunk_id)}")
-    doc = index.documents[chunk.doc_id]
-    siblings = index.chunks.of_doc(chunk.doc_id)
-    at = next(i for i, c in enumerate(siblings) if c.chunk_id == chunk_id)
-    return {
-        "id": chunk.chunk_id,
-        "docId": doc.doc_id,
-        "fileId": chunk.file_id,
-        "title": doc.title,
-        "text": chunk.text,
-        "position": chunk.position,
-        "start": chunk.start,
-        "end": chunk.end,
-        "language": chunk.language,
-        "pages": chunk.pages,
-        "previousId": siblings[at - 1].chunk_id if at > 0 else None,
-        "nextId": siblings[at + 1].chunk_id if at + 1 < len(siblings) else None,
-        "url": doc.url or f"{engine.settings.base_url}/v1/documents/{doc.doc_id}",
-        "documentUrl": f"{engine.settings.base_url}/v1/documents/{doc.doc_id}",
-        "indexVersion": index.version_name,
-    }

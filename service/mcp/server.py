@@ -24,6 +24,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from hybridrag.client import DEFAULT_TIMEOUT, AsyncHybridRagClient, HybridRagError, HybridRagUnavailable
 from hybridrag.schemas.base import QueryTypeName, SearchStrategyName
 from hybridrag.schemas.batch import BatchSearchResult
+from hybridrag.schemas.documents import DocumentDetail
 from hybridrag.schemas.errors import Language, translate_errors
 from hybridrag.schemas.search import SearchFilters, SearchResult, SearchResultItem, SearchWeights
 from mcp.server.fastmcp import FastMCP
@@ -163,13 +164,15 @@ def _strict_tools(mcp: FastMCP, language: Language) -> None:
         tool.parameters = strict.model_json_schema(by_alias=True)
 
 
-def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", port: int = 8765) -> FastMCP:
-    """The MCP server: tools `search`, `search_batch`, `get_document`; resource hybridrag://documents/{id}."""
-    config = config or ServiceConfig()
-    mcp = FastMCP("hybridrag", instructions=INSTRUCTIONS, host=host, port=port)
+class Tools:
+    """The MCP tools, each forwarding to the service through the client (a client per call: a service that
+    went away and came back is simply reached again)."""
 
-    async def call(action: Callable[[AsyncHybridRagClient], Awaitable[T]]) -> T:
-        # A client per call: a service that went away and came back is simply reached again.
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+
+    async def call(self, action: Callable[[AsyncHybridRagClient], Awaitable[T]]) -> T:
+        config = self.config
         async with AsyncHybridRagClient(
             config.url, config.api_key, config.timeout, retries=config.retries, language=config.language
         ) as client:
@@ -178,10 +181,8 @@ def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", 
             except HybridRagError as exc:
                 raise _tool_error(exc, config.url) from None
 
-    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-
-    @mcp.tool(annotations=read_only)
     async def search(
+        self,
         text: Annotated[str, Field(description="The question or keywords (1-1000 characters).")],
         limit: Annotated[int, Field(ge=1, le=100, description="How many results (default 5).")] = 5,
         strategies: Annotated[
@@ -218,14 +219,14 @@ def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", 
             options["filters"] = filters.to_wire(exclude_unset=True)
         if type is not None:
             options["type"] = type
-        result = await call(lambda client: client.search(text, **options))
+        result = await self.call(lambda client: client.search(text, **options))
         return CallToolResult(
             content=[TextContent(type="text", text=result_text(result))],
             structuredContent=result.to_wire(),
         )
 
-    @mcp.tool(annotations=read_only)
     async def search_batch(
+        self,
         queries: Annotated[
             list[str], Field(min_length=1, max_length=20, description="1-20 questions, searched at once.")
         ],
@@ -236,7 +237,7 @@ def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", 
     ) -> Annotated[CallToolResult, BatchSearchResult]:
         """Search several sub-questions in one call (for fanning out a research plan). Returns each
         question's results and, with `merge`, one list of distinct documents across all of them."""
-        batch = await call(lambda client: client.search_batch(queries, merge=merge, limit=limit))
+        batch = await self.call(lambda client: client.search_batch(queries, merge=merge, limit=limit))
         parts = []
         for outcome in batch.results:
             if outcome.result is not None:
@@ -251,74 +252,85 @@ def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", 
             content=[TextContent(type="text", text="\n\n".join(parts))], structuredContent=batch.to_wire()
         )
 
-    @mcp.tool(annotations=read_only)
     async def get_document(
+        self,
         id: Annotated[
             str, Field(description="A document id (a result's `document:` id, or metadata.docId).")
         ],
         offset: Annotated[int, Field(ge=0, description="Character offset to start reading from.")] = 0,
     ) -> CallToolResult:
         """Read a whole document: title, url, date and its text (long texts in parts: pass `offset`)."""
-        document = await call(lambda client: client.document(id))
+        document = await self.call(lambda client: client.document(id))
         return CallToolResult(
             content=[TextContent(type="text", text=document_text(document, offset))],
-            structuredContent={k: v for k, v in document.items() if k != "chunks"},
+            structuredContent={k: v for k, v in document.to_wire().items() if k != "chunks"},
         )
 
-    if config.write_api_key:
+    async def add_document(
+        self,
+        text: Annotated[str, Field(min_length=1, description="The document's text.")],
+        title: Annotated[str, Field(description="Its title.")] = "",
+        url: Annotated[str | None, Field(description="Where it came from (http or https).")] = None,
+        date: Annotated[str | None, Field(description="Its date, ISO 8601 (2024-05-01).")] = None,
+        id: Annotated[
+            str | None, Field(description="A stable id; the same id replaces the document.")
+        ] = None,
+    ) -> CallToolResult:
+        """Add a document you found (a paper, a web page's text) to the collection, so later searches
+        find it. Waits until it is indexed and says whether it was added, replaced or already there."""
+        doc: dict[str, Any] = {"text": text, "title": title}
+        doc.update({k: v for k, v in (("url", url), ("date", date), ("id", id)) if v})
+        async with AsyncHybridRagClient(
+            self.config.url,
+            self.config.write_api_key,
+            self.config.timeout,
+            retries=self.config.retries,
+            language=self.config.language,
+        ) as client:
+            try:
+                task = await client.wait(
+                    await client.add_documents([doc]), timeout=max(self.config.timeout, 60.0)
+                )
+            except HybridRagError as exc:
+                raise _tool_error(exc, self.config.url) from None
+        outcome = task.documents[0] if task.documents else None
+        if task.status != "succeeded" or outcome is None:
+            raise ToolError(f"the document was not added: {task.error or task.status}")
+        if outcome.status == "refused":
+            raise ToolError(f"the document was refused: {outcome.reason}")
+        text_out = f"{outcome.status}: document {outcome.id} (index version {task.index_version})"
+        return CallToolResult(
+            content=[TextContent(type="text", text=text_out)], structuredContent=task.to_wire()
+        )
 
-        @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True))
-        async def add_document(
-            text: Annotated[str, Field(min_length=1, description="The document's text.")],
-            title: Annotated[str, Field(description="Its title.")] = "",
-            url: Annotated[str | None, Field(description="Where it came from (http or https).")] = None,
-            date: Annotated[str | None, Field(description="Its date, ISO 8601 (2024-05-01).")] = None,
-            id: Annotated[
-                str | None, Field(description="A stable id; the same id replaces the document.")
-            ] = None,
-        ) -> CallToolResult:
-            """Add a document you found (a paper, a web page's text) to the collection, so later searches
-            find it. Waits until it is indexed and says whether it was added, replaced or already there."""
-            doc: dict[str, Any] = {"text": text, "title": title}
-            doc.update({k: v for k, v in (("url", url), ("date", date), ("id", id)) if v})
-            async with AsyncHybridRagClient(
-                config.url,
-                config.write_api_key,
-                config.timeout,
-                retries=config.retries,
-                language=config.language,
-            ) as client:
-                try:
-                    task = await client.wait(
-                        await client.add_documents([doc]), timeout=max(config.timeout, 60.0)
-                    )
-                except HybridRagError as exc:
-                    raise _tool_error(exc, config.url) from None
-            outcome = task.documents[0] if task.documents else None
-            if task.status != "succeeded" or outcome is None:
-                raise ToolError(f"the document was not added: {task.error or task.status}")
-            if outcome.status == "refused":
-                raise ToolError(f"the document was refused: {outcome.reason}")
-            text_out = f"{outcome.status}: document {outcome.id} (index version {task.index_version})"
-            return CallToolResult(
-                content=[TextContent(type="text", text=text_out)], structuredContent=task.to_wire()
-            )
-
-    @mcp.resource("hybridrag://documents/{doc_id}", mime_type="text/plain")
-    async def document_resource(doc_id: str) -> str:
+    async def document_resource(self, doc_id: str) -> str:
         """A document of the collection, as text."""
-        return document_text(await call(lambda client: client.document(doc_id)), 0)
+        return document_text(await self.call(lambda client: client.document(doc_id)), 0)
 
+
+def create_server(config: ServiceConfig | None = None, host: str = "127.0.0.1", port: int = 8765) -> FastMCP:
+    """The MCP server: tools `search`, `search_batch`, `get_document` (and `add_document` with a write key);
+    resource hybridrag://documents/{id}."""
+    config = config or ServiceConfig()
+    mcp = FastMCP("hybridrag", instructions=INSTRUCTIONS, host=host, port=port)
+    tools = Tools(config)
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    for tool in (tools.search, tools.search_batch, tools.get_document):
+        mcp.tool(annotations=read_only)(tool)
+    if config.write_api_key:
+        writes = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True)
+        mcp.tool(annotations=writes)(tools.add_document)
+    mcp.resource("hybridrag://documents/{doc_id}", mime_type="text/plain")(tools.document_resource)
     _strict_tools(mcp, "ja" if config.language == "ja" else "en")
     return mcp
 
 
-def document_text(document: dict[str, Any], offset: int) -> str:
-    text = str(document.get("text") or "")
+def document_text(document: DocumentDetail, offset: int) -> str:
+    text = document.text
     part = text[offset : offset + DOCUMENT_TEXT_CHARS]
-    head = [f"{document.get('title') or document.get('id')}", f"url: {document.get('url')}"]
-    if document.get("date"):
-        head.append(f"date: {document['date']}")
+    head = [f"{document.title or document.id}", f"url: {document.url}"]
+    if document.date:
+        head.append(f"date: {document.date}")
     if offset or offset + DOCUMENT_TEXT_CHARS < len(text):
         end = offset + len(part)
         head.append(

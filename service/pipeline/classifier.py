@@ -121,12 +121,13 @@ class QueryClassifier:
         self._analyzer = analyzer
         self._known_names = known_names
 
-    def entities(self, text: str) -> list[str]:
+    def entities(self, text: str, morphemes: list[tuple[str, ...]] | None = None) -> list[str]:
         """Named things in the query: quoted strings, capitalised sequences, Japanese proper nouns; in a
-        query whose letter case says nothing, the index's names it contains."""
+        query whose letter case says nothing, the index's names it contains. `morphemes`: the query's
+        Japanese morphemes when the caller has them."""
         found: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(text)]
         if has_japanese(text):
-            found.extend(self._japanese_entities(text))
+            found.extend(self._japanese_entities(self._morphemes(text) if morphemes is None else morphemes))
         # Japanese has no letter case: a Latin name in it ("NHKの…") keeps the capitalisation rule.
         cased = casing_informative(text) or has_japanese(text)
         if not cased and self._known_names is not None:
@@ -144,11 +145,17 @@ class QueryClassifier:
                 out.append(item)
         return out
 
-    def _japanese_entities(self, text: str) -> list[str]:
+    def _morphemes(self, text: str) -> list[tuple[str, ...]]:
+        return [
+            (surface, pos[0], pos[1]) for surface, _n, pos, _b, _e in self._analyzer.japanese.morphemes(text)
+        ]
+
+    @staticmethod
+    def _japanese_entities(morphemes: list[tuple[str, ...]]) -> list[str]:
         out: list[str] = []
         current: list[str] = []
-        for surface, _norm, pos, _b, _e in self._analyzer.japanese.morphemes(text):
-            proper = pos[0] == "名詞" and (pos[1] == "固有名詞" or (current and pos[1] == "普通名詞"))
+        for surface, pos0, pos1 in morphemes:
+            proper = pos0 == "名詞" and (pos1 == "固有名詞" or (current and pos1 == "普通名詞"))
             if proper:
                 current.append(surface)
                 continue
@@ -165,7 +172,12 @@ class QueryClassifier:
         return _Cues(rel, glo)
 
     def classify(self, text: str) -> QueryClassification:
-        entities = self.entities(text)
+        return self.classify_explained(text)[0]
+
+    def classify_explained(self, text: str) -> tuple[QueryClassification, str | None]:
+        """The classification, and why its suggested weights differ from its type's (None: they do not)."""
+        morphemes = self._morphemes(text) if has_japanese(text) else []
+        entities = self.entities(text, morphemes)
         cues = self._cues(text)
         qtype: QueryTypeName
         if cues.relationship and cues.global_:
@@ -180,25 +192,22 @@ class QueryClassifier:
         else:
             qtype = "local"
             confidence = 0.7 if entities else 0.55
-        (kw, sem, graph), _why = suggested_weights(text, qtype, entities)
-        return QueryClassification(
+        (kw, sem, graph), why = suggested_weights(text, qtype, entities)
+        classification = QueryClassification(
             original_query=text,
             type=qtype,
             confidence=round(confidence, 3),
             extracted_entities=entities,
             suggested_weights=SearchWeights(keyword=kw, semantic=sem, graph=graph),
-            expanded_queries=self._expansions(text, entities),
+            expanded_queries=self._expansions(text, entities, morphemes),
         )
+        return classification, why
 
-    def _expansions(self, text: str, entities: list[str]) -> list[str]:
+    def _expansions(self, text: str, entities: list[str], morphemes: list[tuple[str, ...]]) -> list[str]:
         """Sub-queries a research agent can run: the key terms alone, then each entity."""
         out: list[str] = []
         if has_japanese(text):
-            key = " ".join(
-                s
-                for s, _n, pos, _b, _e in self._analyzer.japanese.morphemes(text)
-                if pos[0] in ("名詞", "動詞")
-            )
+            key = " ".join(surface for surface, pos0, _pos1 in morphemes if pos0 in ("名詞", "動詞"))
         else:
             words = [w for w in re.findall(r"[\w\-’']+", text) if w.lower() not in ENGLISH_STOPWORDS]
             key = " ".join(w for w in words if w.lower() not in _QUESTION_WORDS)

@@ -8,26 +8,30 @@ This package never imports the HTTP layer.
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from hybridrag.pipeline import crag
-from hybridrag.pipeline.classifier import QueryClassifier, suggested_weights
-from hybridrag.pipeline.fusion import EVIDENCE_FLOOR, score_evidence, weighted_rrf
-from hybridrag.pipeline.lifecycle import ComponentStatus, IndexLifecycle, NotReady
+from hybridrag.pipeline.classifier import QueryClassifier
+from hybridrag.pipeline.errors import InvalidSearch, NotReady
+from hybridrag.pipeline.fusion import FusedItem, list_evidence, weighted_rrf
+from hybridrag.pipeline.lifecycle import ComponentStatus, IndexLifecycle
 from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.pipeline.ranking import (
     STRATEGIES,
-    InvalidSearch,
     Ranking,
+    SearchPlan,
     chunk_filters,
     fetch_depth,
     query_vector,
     run_retrievers,
 )
+from hybridrag.pipeline.relevance import query_evidence
 from hybridrag.pipeline.rerank import RerankerUnavailable
-from hybridrag.pipeline.response import PageRows, result_item, text_of, unit
+from hybridrag.pipeline.response import PageRows, clamp01, result_item, text_of
 from hybridrag.pipeline.retrievers import RetrievalQuery, Retrieved, strategy_names
 from hybridrag.schemas.base import SCHEMA_VERSION
 from hybridrag.schemas.search import (
@@ -72,79 +76,124 @@ class SearchEngine(IndexLifecycle):
         """
         if deadline is None:
             deadline = time.perf_counter() + self.settings.search_budget_s
-        index = index or self.index
-        graph = index.retrievers.get("graph")
-        classification = QueryClassifier(index.analyzer, getattr(graph, "names_in", None)).classify(
-            request.text
+        plan = self._plan(request, index or self.index, min_depth, precomputed)
+        retrieved, timings, probes = run_retrievers(
+            self._pool, plan.index, plan.active, plan.query, plan.depth, deadline, plan.notes
         )
+        fused, used = self._fuse(request, retrieved, plan.weight_map)
+        evidence = query_evidence({**probes, **retrieved})
+        probability = (
+            None  # it asks about the collection as a whole: its words need not be the corpus' own
+            if plan.query.query_type == "global"
+            else self._relevance.probability(self.settings.embedding_model, evidence)
+        )
+        top = fused[0].score if fused else 0.0
+        min_rel = request.filters.min_relevance
+        cut = self._relevance.threshold(probability if probability is not None else 1.0, top, min_rel)
+        k, normalize = request.rrf_config.k, request.rrf_config.normalize_scores
+        deeper = (
+            fetch_depth(request, used, k, normalize, cut, plan.depth) if math.isfinite(cut) else plan.depth
+        )
+        if deeper > plan.depth and any(len(r.candidates) >= plan.depth for r in retrieved.values()):
+            # A candidate none of the lists reached could still pass the cut: fetch as deep as makes the
+            # cut exact (the evidence and the fused scores of the first hundred do not change).
+            retrieved, more, _ = run_retrievers(
+                self._pool, plan.index, plan.active, plan.query, deeper, deadline, plan.notes
+            )
+            timings.update({name: timings.get(name, 0.0) + ms for name, ms in more.items()})
+            fused, used = self._fuse(request, retrieved, plan.weight_map)
+        kept = [f for f in fused if f.score >= cut]
+        if probability is None:
+            relevance = {f.id: clamp01(f.score) for f in kept}
+        else:
+            scores = self._relevance.scores(probability, [f.score for f in kept], top)
+            relevance = {f.id: clamp01(r) for f, r in zip(kept, scores, strict=True)}
+        return Ranking(
+            index=plan.index,
+            classification=plan.classification,
+            query_type=plan.query.query_type,  # type: ignore[arg-type]
+            weights=plan.weights,
+            notes=plan.notes,
+            retrieved=retrieved,
+            timings=timings,
+            kept=kept,
+            total=_total(kept, fused, retrieved, plan.depth),
+            evidence=evidence,
+            probability=probability,
+            relevance=relevance,
+            query_terms=plan.query.terms[0] if plan.query.terms else (),
+        )
+
+    def _plan(
+        self, request: SearchRequest, index: LoadedIndex, min_depth: int, precomputed: np.ndarray | None
+    ) -> SearchPlan:
+        """What a search will run: its classification and weights, the strategies the index serves, the
+        query (terms and vector computed once, for every retriever), and how deep each list is fetched."""
+        names_in = index.graph_retriever.names_in if index.graph_retriever is not None else None
+        classification, why = QueryClassifier(index.analyzer, names_in).classify_explained(request.text)
         notes: list[StageNote] = []
+        requested = strategy_names(request.options.strategies)
         if "weights" in request.options.model_fields_set:
             weights = request.options.weights
         else:
             weights = classification.suggested_weights
-            _w, why = suggested_weights(request.text, classification.type, classification.extracted_entities)
-            if why and len(strategy_names(request.options.strategies)) > 1:
+            if why and len(requested) > 1:
                 notes.append(StageNote(stage="fusion", status="weighted", reason=why))
         active = []
-        for name in strategy_names(request.options.strategies):
+        for name in requested:
             if name in index.retrievers:
                 active.append(name)
             else:
                 reason = index.unavailable.get(name, "not available")
                 notes.append(StageNote(stage=name, status="skipped", reason=reason))
-        vector = query_vector(request, index)
-        if vector is None:
-            vector = precomputed
         weight_map = {name: getattr(weights, name) for name in active}
         if active and sum(weight_map.values()) <= 0:
             # Every running strategy has weight 0: rank by them equally rather than return nothing.
             weight_map = dict.fromkeys(active, 1.0)
             notes.append(StageNote(stage="fusion", status="degraded", reason="all active weights were 0"))
-        k = request.rrf_config.k
-        normalize = request.rrf_config.normalize_scores
-        depth = max(min_depth, fetch_depth(request, weight_map, k, normalize))
-        qtype = request.type or classification.type
+        k, normalize = request.rrf_config.k, request.rrf_config.normalize_scores
+        # Most searches' first result scores near the best attainable fused score (1 normalised) with a
+        # probability near 1: the cut they need is then this, and the rare search that needs deeper lists
+        # fetches again (`rank`).
+        expected_cut = self._relevance.threshold(
+            1.0, 1.0 if normalize else _best(weight_map, k), request.filters.min_relevance
+        )
+        depth = fetch_depth(request, weight_map, k, normalize, expected_cut, min_depth)
+        vector = query_vector(request, index)
+        if vector is None:
+            vector = precomputed
         if vector is None and self._embedder is not None and embeds_query(active):
             # One query embedding serves the semantic retriever and the graph (seeds, communities).
             vector = self.embed_queries([request.text])[0]
+        tokens, bigrams = index.keyword.query_terms(request.text)
         query = RetrievalQuery(
             request.text,
             chunk_filters(request),
             vector,
-            query_type=qtype,
+            query_type=request.type or classification.type,
             entities=tuple(classification.extracted_entities),
+            terms=(tuple(tokens), tuple(bigrams)),
         )
-        retrieved, timings = run_retrievers(self._pool, index, active, query, depth, deadline, notes)
+        return SearchPlan(index, classification, weights, notes, active, weight_map, query, depth)
+
+    def _fuse(
+        self, request: SearchRequest, retrieved: dict[str, Retrieved], weight_map: dict[str, float]
+    ) -> tuple[list[FusedItem], dict[str, float]]:
+        """The fused list, best first, and the weights of the lists that took part."""
         # A strategy that found nothing (the graph on text that names nothing) takes no part in the fusion:
-        # its weight kept in the normaliser would only shrink every score below the relevance cut.
+        # its weight kept in the normaliser would only shrink every score.
         rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items() if r.candidates}
         evidence = None
         if (request.fusion or self.settings.fusion) == "score-rrf":
-            evidence = {name: fusion_evidence(retrieved[name]) for name in rankings}
+            evidence = {
+                name: list_evidence(retrieved[name].candidates, retrieved[name].ratio_scores)
+                for name in rankings
+            }
         used = {n: weight_map[n] for n in rankings}
-        fused = (
-            weighted_rrf(rankings, used, k=k, normalize=normalize, evidence=evidence)
-            if sum(used.values()) > 0
-            else []
-        )
-        kept = [f for f in fused if f.score >= request.filters.min_relevance]
-        total = len(kept)
-        if len(rankings) == 1 and kept and len(kept) == len(fused):
-            # Everything one strategy returned passed the cut: its own match count is the honest total.
-            only = retrieved[next(iter(rankings))]
-            if len(only.candidates) >= depth:
-                total = max(total, only.total)
-        return Ranking(
-            index=index,
-            classification=classification,
-            query_type=qtype,
-            weights=weights,
-            notes=notes,
-            retrieved=retrieved,
-            timings=timings,
-            kept=kept,
-            total=total,
-        )
+        if sum(used.values()) <= 0:
+            return [], used
+        k, normalize = request.rrf_config.k, request.rrf_config.normalize_scores
+        return weighted_rrf(rankings, used, k=k, normalize=normalize, evidence=evidence), used
 
     def _check_rerank_model(self, request: SearchRequest) -> None:
         """A request may name only a cross-encoder from the server's allow-list."""
@@ -154,10 +203,13 @@ class SearchEngine(IndexLifecycle):
                 "rerankConfig.model", "rerank_model_not_allowed", {"allowed": ", ".join(sorted(allowed))}
             )
 
-    def rerank(self, request: SearchRequest, ranking: Ranking, deadline: float) -> dict[str, float]:
+    def rerank(
+        self, request: SearchRequest, ranking: Ranking, deadline: float, rows: PageRows | None = None
+    ) -> dict[str, float]:
         """Reorder the top `rerankConfig.topK` of `ranking.kept` by a cross-encoder; returns the scores.
 
         When no model is available, or the time budget is spent, the order stays and a note says why.
+        `rows`: the candidates' rows when the caller has read them (the page is built from the same rows).
         """
         if not (request.options.rerank_enabled and request.rerank_config.enabled) or not ranking.kept:
             return {}
@@ -175,11 +227,11 @@ class SearchEngine(IndexLifecycle):
             ranking.notes.append(StageNote(stage="rerank", status="skipped", reason=str(exc)))
             return {}
         top = ranking.kept[: request.rerank_config.top_k]
-        texts = [text_of(ranking.index, f.id) for f in top]
+        texts = [text_of(ranking.index, f.id, rows) for f in top]
         scores = reranker.score(request.text, texts, request.rerank_config.batch_size)
         order = sorted(range(len(top)), key=lambda i: (-float(scores[i]), i))
         ranking.kept[: len(top)] = [top[i] for i in order]
-        return {top[i].id: unit(float(scores[i])) for i in range(len(top))}
+        return {top[i].id: clamp01(float(scores[i])) for i in range(len(top))}
 
     def _crag(
         self, request: SearchRequest, ranking: Ranking, items: list[SearchResultItem], reranked: bool
@@ -247,13 +299,21 @@ class SearchEngine(IndexLifecycle):
         deadline: float,
     ) -> SearchResult:
         ranking = self.rank(request, deadline, index=index, precomputed=precomputed)
-        rerank_scores = self.rerank(request, ranking, deadline)
         index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
+        start, end = request.options.offset, request.options.offset + request.options.limit
+        # The rows of the page and of what a rerank reads, in one batch: a rerank only reorders its top, so
+        # the page after it lies among these.
+        reranks = request.options.rerank_enabled and request.rerank_config.enabled
+        wanted = dict.fromkeys(f.id for f in kept[start:end])
+        if reranks:
+            wanted.update(dict.fromkeys(f.id for f in kept[: request.rerank_config.top_k]))
+        rows = PageRows.read(index, list(wanted))
+        rerank_scores = self.rerank(request, ranking, deadline, rows)
         by_strategy = {name: {c.id: c for c in r.candidates} for name, r in retrieved.items()}
         trace = retrieved["graph"].trace if "graph" in retrieved else None
-        page = kept[request.options.offset : request.options.offset + request.options.limit]
-        query_tokens = set(index.keyword.query_terms(request.text)[0])
-        rows = PageRows.read(index, [f.id for f in page])
+        # Each result is scored by its relevance (`pipeline.relevance`), in the fused order.
+        page = [replace(f, score=ranking.relevance.get(f.id, f.score)) for f in kept[start:end]]
+        query_tokens = set(ranking.query_terms)
         items = [
             result_item(index, rows, f, by_strategy, query_tokens, request, self.settings.base_url, trace)
             for f in page
@@ -301,17 +361,15 @@ class SearchEngine(IndexLifecycle):
         )
 
 
-def fusion_evidence(retrieved: Retrieved) -> list[float]:
-    """Score evidence of one retriever's list for score-weighted RRF.
+def _total(kept: list[FusedItem], fused: list[FusedItem], retrieved: dict[str, Retrieved], depth: int) -> int:
+    """How many results pass the cut: the kept count, or, when one strategy alone answered and everything
+    it returned passed, its own match count (the honest total beyond the fetched depth)."""
+    rankings = [r for r in retrieved.values() if r.candidates]
+    if len(rankings) == 1 and kept and len(kept) == len(fused) and len(rankings[0].candidates) >= depth:
+        return max(len(kept), rankings[0].total)
+    return len(kept)
 
-    Keyword and semantic scores are min-max scaled against the list's own depth (`score_evidence`). The
-    graph's passages are weighed by their PageRank mass over the top passage's (a natural zero: half the
-    mass counts half); its entities and community reports, on other scales, keep rank-only terms.
-    Measured against rank-only graph terms on the dev sets: benchmarks/README.md.
-    """
-    if not retrieved.ratio_scores:
-        return score_evidence([c.raw_score for c in retrieved.candidates])
-    return [
-        EVIDENCE_FLOOR + (1.0 - EVIDENCE_FLOOR) * unit(c.score) if c.kind == "chunk" else 1.0
-        for c in retrieved.candidates
-    ]
+
+def _best(weights: dict[str, float], k: int) -> float:
+    """The best attainable raw (unnormalised) fused score."""
+    return sum(weights.values()) / (k + 1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 DEFAULT_K = 60
 REFERENCE_RANK = 100  # the evidence scale runs from a list's top score down to its score at this rank
@@ -120,3 +121,32 @@ def max_unseen_score(
     total = sum(weights.values())
     raw = total / (k + depth + 1)
     return raw / (total / (k + 1)) if normalize and total > 0 else raw
+
+
+class Scored(Protocol):
+    """A retriever's candidate as the fusion sees it: raw score, 0..1 score and kind."""
+
+    @property
+    def raw_score(self) -> float: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def kind(self) -> str: ...
+
+
+def list_evidence(candidates: Sequence[Scored], ratio_scores: bool) -> list[float]:
+    """Score evidence of one retriever's list for score-weighted RRF.
+
+    Keyword and semantic scores are min-max scaled against the list's own depth (`score_evidence`). A list
+    of `ratio_scores` (the graph's passages, PageRank mass over the top passage's: a natural zero, half the
+    mass counts half) is weighed by those ratios; its entities and community reports, on other scales,
+    keep rank-only terms. Measured against rank-only graph terms on the dev sets: benchmarks/README.md.
+    """
+    if not ratio_scores:
+        return score_evidence([c.raw_score for c in candidates])
+    return [
+        EVIDENCE_FLOOR + (1.0 - EVIDENCE_FLOOR) * min(1.0, max(0.0, c.score)) if c.kind == "chunk" else 1.0
+        for c in candidates
+    ]

@@ -19,7 +19,9 @@ from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.remote import DamagedVersion, RemoteIndex, RemoteUnavailable, sync_mirror
 from hybridrag.pipeline.admission import Admission
 from hybridrag.pipeline.batching import BatchingEmbedder
+from hybridrag.pipeline.errors import NotReady
 from hybridrag.pipeline.loaded_index import LoadedIndex, load_index
+from hybridrag.pipeline.relevance import RelevanceModel
 from hybridrag.pipeline.rerank import RerankerPool, RerankerUnavailable
 from hybridrag.pipeline.settings import Settings
 
@@ -57,10 +59,6 @@ def limit_scan_threads(threads: int) -> None:
     faiss.omp_set_num_threads(threads)
 
 
-class NotReady(RuntimeError):
-    pass
-
-
 @dataclass(slots=True)
 class ComponentStatus:
     ready: bool
@@ -80,6 +78,7 @@ class IndexLifecycle:
         self._failed_target: str | None = None
         self._refused_remote: str | None = None
         self._rerankers = RerankerPool()
+        self._relevance = RelevanceModel.load()
         self._admission = Admission(settings.max_concurrent_searches or os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(
             max_workers=settings.search_threads,

@@ -10,21 +10,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hybridrag.indexing.analysis.analyzers import Analyzer
-from hybridrag.indexing.builds.build import BuildConfig, parse_date
 from hybridrag.indexing.models.embedders import NO_EMBEDDING_MODEL, Embedder
 from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.filters import ChunkColumns, parse_date
 from hybridrag.indexing.stores.graph import GRAPH_JSON
+from hybridrag.indexing.stores.graph_index import GraphIndex
 from hybridrag.indexing.stores.keyword import KeywordIndex
 from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable
-from hybridrag.indexing.stores.mapping import RELEASE_EVERY, Mappings
+from hybridrag.indexing.stores.memory_maps import RELEASE_EVERY, Mappings
 from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS
 from hybridrag.indexing.stores.vectors import PROJECTED_MIN_ROWS, VectorIndex
-from hybridrag.pipeline.graph_retriever import ChunkColumns, GraphIndex, GraphRetriever
+from hybridrag.pipeline.graph_retriever import GraphRetriever
 from hybridrag.pipeline.retrievers import KeywordRetriever, Retriever, SemanticRetriever
 
 
 @dataclass(slots=True)
 class LoadedIndex:
+    """A version's stores, typed (`keyword`, `vectors`, `graph`: None where the version has none or the
+    service does not serve it), and its retrievers by strategy name."""
+
     version: versions.IndexVersion
     analyzer: Analyzer
     documents: DocumentTable
@@ -34,10 +38,18 @@ class LoadedIndex:
     unavailable: dict[str, str] = field(default_factory=dict)
     # The version's memory maps: a search counts itself here, and every few the pages it touched are released.
     mappings: Mappings = field(default_factory=Mappings)
+    vectors: VectorIndex | None = None
+    graph: GraphIndex | None = None
+    graph_retriever: GraphRetriever | None = None
 
     @property
     def version_name(self) -> str:
         return self.version.version
+
+    @property
+    def dim(self) -> int | None:
+        """The dimension of the version's vectors, when it serves semantic search."""
+        return self.vectors.dim if self.vectors is not None and "semantic" in self.retrievers else None
 
 
 def load_index(
@@ -52,20 +64,23 @@ def load_index(
     `release_mapped_every`: searches between releases of the mapped pages they read (`Mappings`; 0: never).
     """
     version = versions.current_version(index_dir)
-    config = BuildConfig.from_manifest(version.manifest)
-    analyzer = Analyzer(config.sudachi_mode)
+    manifest = version.record
+    analyzer = Analyzer(manifest.sudachi_mode)
     maps = Mappings(release_mapped_every)
     try:
         documents = DocumentTable(version.path / DOCUMENTS, maps)
         chunks = ChunkTable(version.path / CHUNKS, maps)
         keyword = KeywordIndex(
-            version.path / "keyword", analyzer, config.bigram_weight, config.japanese_tokens
+            version.path / "keyword", analyzer, manifest.bigram_weight, manifest.japanese_tokens
         )
     except (OSError, ValueError, KeyError) as exc:
         raise versions.IndexUnavailable(f"index version {version.path} is damaged: {exc}") from exc
     retrievers: dict[str, Retriever] = {"keyword": KeywordRetriever(keyword)}
     unavailable: dict[str, str] = {}
-    manifest_embedding = version.manifest.get("embedding")
+    vectors: VectorIndex | None = None
+    graph: GraphIndex | None = None
+    graph_retriever: GraphRetriever | None = None
+    manifest_embedding = manifest.embedding
     if manifest_embedding is None:
         unavailable["semantic"] = "the index was built without embeddings"
     elif embedding_model == NO_EMBEDDING_MODEL:
@@ -100,10 +115,23 @@ def load_index(
         except (OSError, ValueError, KeyError) as exc:
             raise versions.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
         seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}
-        retrievers["graph"] = GraphRetriever(graph, _chunk_columns(chunks, documents), analyzer, seeders)
+        graph_retriever = GraphRetriever(graph, _chunk_columns(chunks, documents), analyzer, seeders)
+        retrievers["graph"] = graph_retriever
     else:
         unavailable["graph"] = "the index was built without a knowledge graph"
-    return LoadedIndex(version, analyzer, documents, chunks, keyword, retrievers, unavailable, maps)
+    return LoadedIndex(
+        version,
+        analyzer,
+        documents,
+        chunks,
+        keyword,
+        retrievers,
+        unavailable,
+        maps,
+        vectors=vectors,
+        graph=graph,
+        graph_retriever=graph_retriever,
+    )
 
 
 def _chunk_columns(chunks: ChunkTable, documents: DocumentTable) -> ChunkColumns:

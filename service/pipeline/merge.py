@@ -63,10 +63,9 @@ def merge_results(
 
 def _similarity(index: LoadedIndex, pool: list[_Group]) -> np.ndarray:
     """Cosine of the chunks' stored embeddings when the index has them, else word overlap (Jaccard)."""
-    semantic = index.retrievers.get("semantic")
     chunk_ids = [g.item.id for g in pool if g.item.type == "chunk"]
-    if semantic is not None and chunk_ids:
-        stored = semantic.vectors(chunk_ids)  # type: ignore[attr-defined]
+    if index.vectors is not None and chunk_ids:
+        stored = index.vectors.vectors(chunk_ids)
         if len(stored) == len(chunk_ids):
             dim = next(iter(stored.values())).shape[0]
             matrix = np.zeros((len(pool), dim), dtype=np.float32)

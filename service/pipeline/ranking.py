@@ -10,16 +10,16 @@ import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from hybridrag.indexing.stores.filters import ChunkFilters, naive_utc
+from hybridrag.pipeline.errors import InvalidSearch
 from hybridrag.pipeline.fusion import FusedItem, max_unseen_score
 from hybridrag.pipeline.graph_retriever import PASSAGE_SEEDS, SEEDERS
 from hybridrag.pipeline.loaded_index import LoadedIndex
-from hybridrag.pipeline.retrievers import RetrievalQuery, Retrieved
+from hybridrag.pipeline.retrievers import EVIDENCE_DEPTH, RetrievalQuery, Retrieved
 from hybridrag.schemas.base import QueryTypeName
 from hybridrag.schemas.search import QueryClassification, SearchRequest, SearchWeights, StageNote
 
@@ -30,12 +30,18 @@ MIN_DEPTH = 100
 MAX_DEPTH = 1000
 
 
-class InvalidSearch(ValueError):
-    """A request that is valid against the schema but not against this index (e.g. embedding dimension)."""
+@dataclass(slots=True)
+class SearchPlan:
+    """What a search runs (`SearchEngine._plan`): computed once, used by every retriever and the fusion."""
 
-    def __init__(self, path: str, code: str, ctx: dict[str, Any]) -> None:
-        super().__init__(f"{path}: {code}")
-        self.path, self.code, self.ctx = path, code, ctx
+    index: LoadedIndex
+    classification: QueryClassification
+    weights: SearchWeights
+    notes: list[StageNote]
+    active: list[str]
+    weight_map: dict[str, float]
+    query: RetrievalQuery
+    depth: int
 
 
 @dataclass(slots=True)
@@ -49,15 +55,20 @@ class Ranking:
     notes: list[StageNote]
     retrieved: dict[str, Retrieved]
     timings: dict[str, float]
-    kept: list[FusedItem]
+    kept: list[FusedItem]  # in fused order, each with its fused score
     total: int
+    # The query-level evidence and the probability the relevance model gives it (None: no model fits),
+    # and each kept candidate's relevance (`pipeline.relevance`): what `score` and `minRelevance` mean.
+    evidence: dict[str, float] = field(default_factory=dict)
+    probability: float | None = None
+    relevance: dict[str, float] = field(default_factory=dict)
+    query_terms: tuple[str, ...] = ()  # the query's keyword tokens (highlights match them)
 
 
 def query_vector(request: SearchRequest, index: LoadedIndex) -> np.ndarray | None:
     if request.embedding is None:
         return None
-    semantic = index.retrievers.get("semantic")
-    expected = getattr(semantic, "dim", None)
+    expected = index.dim
     if expected is None:
         return None
     if len(request.embedding) != expected:
@@ -67,13 +78,15 @@ def query_vector(request: SearchRequest, index: LoadedIndex) -> np.ndarray | Non
     return np.asarray(request.embedding, dtype=np.float32)
 
 
-def fetch_depth(request: SearchRequest, weights: dict[str, float], k: int, normalize: bool) -> int:
-    """How deep each strategy fetches: enough for the page, and enough that the relevance cut is exact."""
+def fetch_depth(
+    request: SearchRequest, weights: dict[str, float], k: int, normalize: bool, cut: float, start: int = 0
+) -> int:
+    """How deep each strategy fetches: enough for the page, and enough that no candidate missing from every
+    list could reach the fused score `cut` (so the relevance cut, and `totalCount`, are exact)."""
     need = request.options.offset + request.options.limit
-    depth = max(MIN_DEPTH, need)
-    min_rel = request.filters.min_relevance
-    if weights and min_rel > 0:
-        while depth < MAX_DEPTH and max_unseen_score(weights, depth, k, normalize) >= min_rel:
+    depth = max(MIN_DEPTH, need, start)
+    if weights and cut > 0:
+        while depth < MAX_DEPTH and max_unseen_score(weights, depth, k, normalize) >= cut:
             depth = min(MAX_DEPTH, depth * 2)
     return min(depth, MAX_DEPTH) if need <= MAX_DEPTH else need
 
@@ -86,22 +99,29 @@ def run_retrievers(
     depth: int,
     deadline: float,
     notes: list[StageNote],
-) -> tuple[dict[str, Retrieved], dict[str, float]]:
+) -> tuple[dict[str, Retrieved], dict[str, float], dict[str, Retrieved]]:
+    """The active strategies' lists, their times in ms, and the lists of the graph's seeders that are not
+    active themselves (searched all the same when the graph runs: they seed its walk, and their evidence
+    tells how relevant the search is; they are not fused)."""
     timings: dict[str, float] = {}
 
-    def timed(name: str, query: RetrievalQuery) -> Retrieved:
+    def timed(name: str, query: RetrievalQuery, depth: int = depth) -> Retrieved:
         t0 = time.perf_counter()
         try:
             return index.retrievers[name].retrieve(query, depth)
         finally:
             timings[name] = (time.perf_counter() - t0) * 1000
 
-    # The graph seeds its walk with the other retrievers' top passages, so it starts when they are done
-    # (and searches for its own seeds only when none of them is running).
-    seeders = [name for name in SEEDERS if name in active] if "graph" in active else []
+    # The graph seeds its walk with the seeders' top passages, so it starts when they are done.
+    seeders = [n for n in SEEDERS if n in index.retrievers] if "graph" in active else []
+    if "semantic" in seeders and query.vector is None:
+        seeders.remove("semantic")
     futures: dict[str, Future[Retrieved]] = {
         name: pool.submit(timed, name, query) for name in active if not (seeders and name == "graph")
     }
+    for name in seeders:
+        if name not in futures:
+            futures[name] = pool.submit(timed, name, query, EVIDENCE_DEPTH)
     out: dict[str, Retrieved] = {}
 
     def collect(name: str, fut: Future[Retrieved]) -> None:
@@ -125,7 +145,8 @@ def run_retrievers(
         futures["graph"] = pool.submit(timed, "graph", replace(query, seed_passages=seeds or None))
     for name, fut in futures.items():
         collect(name, fut)
-    return {name: out[name] for name in active if name in out}, timings
+    probes = {name: out[name] for name in seeders if name not in active and name in out}
+    return {name: out[name] for name in active if name in out}, timings, probes
 
 
 def chunk_filters(request: SearchRequest) -> ChunkFilters:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import quote
 
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.tables import Chunk
@@ -50,11 +51,10 @@ class PageRows:
         chunks = index.chunks.prefetch(ids)
         chunk_ids = [i for i in ids if i in chunks]
         documents = index.documents.prefetch([chunks[c].doc_id for c in chunk_ids])
-        retriever = index.retrievers.get("graph")
+        graph = index.graph
         sources: dict[str, Sources] = {}
         graph_rows: dict[str, int] = {}
-        if retriever is not None and chunk_ids:
-            graph = retriever.graph  # type: ignore[attr-defined]
+        if graph is not None and chunk_ids:
             if graph.chunks is index.chunks:
                 graph_rows = chunks.rows
             known = all(c in graph_rows for c in chunk_ids)
@@ -64,12 +64,26 @@ class PageRows:
         return cls(chunks, documents, sources, graph_rows)
 
 
-def text_of(index: LoadedIndex, item_id: str) -> str:
+def document_url(base_url: str, doc_id: str) -> str:
+    """This service's URL of a document (`GET /v1/documents/{id}`): where a result without a source URL
+    points, and what a chunk's `documentUrl` is."""
+    return f"{base_url}/v1/documents/{quote(doc_id, safe='')}"
+
+
+def text_of(index: LoadedIndex, item_id: str, rows: PageRows | None = None) -> str:
+    """What a cross-encoder reads of a result: a chunk with its document's title, an entity's description,
+    a community's report. `rows`: rows read ahead (`PageRows`), used when they hold the item."""
+    chunk = rows.chunks.get(item_id) if rows is not None else None
+    if chunk is not None and rows is not None and chunk.doc_id in rows.documents:
+        title = rows.documents[chunk.doc_id].title
+        return f"{title}\n{chunk.text}" if title else chunk.text
     chunk = index.chunks.get(item_id)
     if chunk is not None:
         title = index.documents[chunk.doc_id].title
         return f"{title}\n{chunk.text}" if title else chunk.text
-    graph = index.retrievers["graph"].graph  # type: ignore[attr-defined]
+    graph = index.graph
+    if graph is None:
+        raise KeyError(item_id)
     if item_id in graph.entity_index:
         e = graph.entities[graph.entity_index[item_id]]
         return f"{e.name}: {e.description}"
@@ -78,13 +92,12 @@ def text_of(index: LoadedIndex, item_id: str) -> str:
 
 def chunk_sources(index: LoadedIndex, rows: PageRows, chunk_id: str, file_id: str) -> SearchResultSources:
     """The chunk's entities, their most common community and the relations among them."""
-    retriever = index.retrievers.get("graph")
-    if retriever is None:
+    graph = index.graph
+    if graph is None:
         return SearchResultSources(
             chunk_id=chunk_id, file_id=file_id, entity_ids=[], community_id=None, relation_ids=[]
         )
     found = rows.sources.get(chunk_id)
-    graph = retriever.graph  # type: ignore[attr-defined]
     entity_ids, community, relation_ids = graph.sources_of(chunk_id) if found is None else found
     return SearchResultSources(
         chunk_id=chunk_id,
@@ -97,9 +110,9 @@ def chunk_sources(index: LoadedIndex, rows: PageRows, chunk_id: str, file_id: st
 
 def graph_path(index: LoadedIndex, rows: PageRows, trace: Any, item_id: str) -> list[dict[str, Any]]:
     """The walk (seed -> entity -> passage ...) that brought a graph result, from the graph's trace."""
-    if trace is None or "graph" not in index.retrievers:
+    graph = index.graph
+    if trace is None or graph is None:
         return []
-    graph = index.retrievers["graph"].graph  # type: ignore[attr-defined]
     path: list[dict[str, Any]] = trace.path(graph, item_id, rows.graph_rows.get(item_id))
     for step in path:  # passages are named by their document's title, so a path reads without lookups
         chunk = rows.chunks.get(step["id"]) if step["type"] == "chunk" else None
@@ -117,8 +130,9 @@ def graph_item(
     trace: Any = None,
 ) -> SearchResultItem:
     """An entity or community result: readable content and its sources in the graph."""
-    retriever = index.retrievers["graph"]
-    graph = retriever.graph  # type: ignore[attr-defined]
+    graph = index.graph
+    if graph is None:
+        raise KeyError(fused.id)
     candidate = by_strategy.get("graph", {}).get(fused.id)
     graph_score = candidate.score if candidate else 0.0
     kind: Literal["entity", "community"]
@@ -179,7 +193,7 @@ def graph_item(
     return SearchResultItem(
         id=fused.id,
         type=kind,
-        score=unit(fused.score),
+        score=clamp01(fused.score),
         relevance=relevance(fused.score, graph_score),
         content=content,
         highlights=[],
@@ -223,7 +237,7 @@ def result_item(
     after = doc.text[chunk.end : chunk.end + CONTEXT_CHARS].strip() or None
     metadata: dict[str, Any] | None = None
     if request.options.include_metadata:
-        url = doc.url or f"{base_url}/v1/documents/{doc.doc_id}"
+        url = doc.url or document_url(base_url, doc.doc_id)
         metadata = {
             "docId": doc.doc_id,
             "title": doc.title,
@@ -245,12 +259,12 @@ def result_item(
     return SearchResultItem(
         id=chunk_id,
         type="chunk",
-        score=unit(score),
+        score=clamp01(score),
         relevance=RelevanceScore(
-            combined=unit(score),
-            keyword=unit(per["keyword"].score) if per["keyword"] else 0.0,
-            semantic=unit(per["semantic"].score) if per["semantic"] else 0.0,
-            graph=unit(per["graph"].score) if per["graph"] else 0.0,
+            combined=clamp01(score),
+            keyword=clamp01(per["keyword"].score) if per["keyword"] else 0.0,
+            semantic=clamp01(per["semantic"].score) if per["semantic"] else 0.0,
+            graph=clamp01(per["graph"].score) if per["graph"] else 0.0,
             rerank=None,
             crag=None,
         ),
@@ -268,9 +282,9 @@ def result_item(
 
 def relevance(score: float, graph: float) -> RelevanceScore:
     return RelevanceScore(
-        combined=unit(score), keyword=0.0, semantic=0.0, graph=unit(graph), rerank=None, crag=None
+        combined=clamp01(score), keyword=0.0, semantic=0.0, graph=clamp01(graph), rerank=None, crag=None
     )
 
 
-def unit(x: float) -> float:
+def clamp01(x: float) -> float:
     return float(min(1.0, max(0.0, x)))

@@ -6,7 +6,7 @@ number of chunks that matched (for an honest `totalCount`). Filters are applied 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores.filters import ChunkFilters
-from hybridrag.indexing.stores.keyword import KeywordIndex
+from hybridrag.indexing.stores.keyword import KeywordIndex, KeywordSearch
 from hybridrag.indexing.stores.vectors import VectorIndex
 
 
@@ -28,6 +28,8 @@ class RetrievalQuery:
     # Passages (chunk id, raw score) other retrievers of this search already found, best first, by retriever
     # name: the graph seeds its walk with them instead of searching again. None: nobody did.
     seed_passages: Mapping[str, tuple[tuple[str, float], ...]] | None = None
+    # The query's keyword terms (tokens, bigrams), analysed once per search; None: the keyword index does it.
+    terms: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,9 @@ class Retrieved:
     # True when each candidate's `score` is its raw score over the best of its kind, on a scale with a natural
     # zero (the graph's PageRank mass): fusion then weighs it as such instead of min-max over the list.
     ratio_scores: bool = False
+    # What the retriever learned about the query as a whole, on absolute scales (the relevance model's
+    # inputs, `pipeline.relevance`): keyword "coverage", semantic "top".
+    evidence: dict[str, float] = field(default_factory=dict)
 
 
 class Retriever(Protocol):
@@ -69,14 +74,34 @@ class KeywordRetriever:
         self._index = index
 
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
-        hits, total, ceiling = self._index.search(query.text, limit, query.filters)
+        found = self._index.search(query.text, limit, query.filters, query.terms)
+        ceiling = found.ceiling
         return Retrieved(
             [
                 Candidate(h.chunk_id, h.score, min(1.0, h.score / ceiling) if ceiling > 0 else 0.0)
-                for h in hits
+                for h in found.hits
             ],
-            total,
+            found.total,
+            evidence=keyword_evidence(found),
         )
+
+
+def keyword_evidence(found: KeywordSearch) -> dict[str, float]:
+    """How much of the query the best hit matches: its BM25 score over the query's whole ceiling, the terms
+    the corpus lacks counted at the idf of a word in no chunk."""
+    whole = found.ceiling + found.absent
+    best = found.hits[0].score if found.hits else 0.0
+    return {"coverage": min(1.0, best / whole) if whole > 0 else 0.0}
+
+
+#: How deep a seeder that is not fused itself is searched: the relevance evidence reads the first ten of each
+#: list (their agreement), the graph the first three.
+EVIDENCE_DEPTH = 10
+
+
+def semantic_evidence(similarities: Sequence[float]) -> dict[str, float]:
+    """The best cosine similarity."""
+    return {"top": float(similarities[0])} if similarities else {}
 
 
 class SemanticRetriever:
@@ -92,9 +117,6 @@ class SemanticRetriever:
     def dim(self) -> int:
         return self._index.dim
 
-    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        return self._index.vectors(chunk_ids)
-
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
         vector = query.vector
         if vector is None:
@@ -106,14 +128,8 @@ class SemanticRetriever:
         return Retrieved(
             [Candidate(h.chunk_id, h.similarity, min(1.0, max(0.0, h.similarity))) for h in hits],
             total if total is not None else len(hits),
+            evidence=semantic_evidence([h.similarity for h in hits]),
         )
-
-
-RetrieverFactory = Callable[..., Retriever]
-RETRIEVERS: dict[str, type] = {
-    "keyword": KeywordRetriever,
-    "semantic": SemanticRetriever,
-}
 
 
 def strategy_names(requested: Sequence[str]) -> list[str]:

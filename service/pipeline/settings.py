@@ -9,7 +9,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
-from hybridrag.indexing.stores.mapping import RELEASE_EVERY
+from hybridrag.indexing.stores.memory_maps import RELEASE_EVERY
 from hybridrag.indexing.stores.remote import default_cache_dir, is_remote, mirror_dir
 
 

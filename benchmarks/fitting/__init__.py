@@ -1,0 +1,1 @@
+"""The scripts that fit the models the project ships (entity typer, name tagger, Japanese tagger): each reads its\ntraining data from a path, fits with a fixed seed and writes the weights into the package."""

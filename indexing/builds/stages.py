@@ -1,0 +1,417 @@
+"""The one write path, a stage at a time: a new version made in a staging directory, then published.
+
+`VersionWrite` holds what the stages share (the base version, the documents and chunks the new version
+keeps, their mentions) and runs them in order: chunk (and embed, when a passage engine does both), entities,
+keyword, vectors, graph, tables, publish. Every build, update, delete, regraph and documents-API batch goes
+through it, so they all write the same thing for the same documents.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from hybridrag.indexing.analysis.analyzers import Analyzer
+from hybridrag.indexing.analysis.entities import EntityExtractor, Mention, chunk_types
+from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
+from hybridrag.indexing.builds.graph_build import build_graph, synonym_pairs
+from hybridrag.indexing.builds.passages import PassageEngine, WrittenVectors, embedding_text, make_chunks
+from hybridrag.indexing.documents.sources import Document, SourceReport
+from hybridrag.indexing.models.embedders import Embedder
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.filters import parse_date
+from hybridrag.indexing.stores.graph import GRAPH_FORMAT, GRAPH_JSON, ChunkMentions, Entity, GraphData
+from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
+from hybridrag.indexing.stores.graph_arrays import GraphArrays
+from hybridrag.indexing.stores.graph_order import ListOrder
+from hybridrag.indexing.stores.keyword import KeywordIndexWriter, KeywordRow
+from hybridrag.indexing.stores.mapped import write_keys
+from hybridrag.indexing.stores.tables import (
+    CHUNK_SCHEMA,
+    CHUNKS,
+    DOCUMENT_SCHEMA,
+    DOCUMENTS,
+    MENTIONS,
+    Chunk,
+    chunk_row,
+    document_row,
+    read_mentions,
+    write_mentions,
+    write_table,
+)
+from hybridrag.indexing.stores.vectors import VectorIndexWriter
+
+T = TypeVar("T")
+# Chunks extracted together: the name tagger reads their case-less sentences in one batched pass.
+EXTRACT_BATCH = 256
+EMBED_BATCH = 256
+
+
+class Stages:
+    """Seconds spent per stage (`with stages.timed("graph"): ...`), summed over repeats."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def timed(self, name: str) -> _Timer:
+        return _Timer(self.seconds, name)
+
+
+class _Timer:
+    def __init__(self, sink: dict[str, float], name: str) -> None:
+        self._sink, self._name = sink, name
+
+    def __enter__(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self._sink[self._name] = self._sink.get(self._name, 0.0) + time.perf_counter() - self._t0
+
+
+def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+Progress = Callable[..., Iterable[Any]]
+
+
+@dataclass(slots=True)
+class VersionWrite:
+    """One new version, written stage by stage into `staging` (see the module's docstring)."""
+
+    index_dir: Path
+    staging: Path
+    base: versions.IndexVersion | None
+    version: str
+    config: BuildConfig
+    embedder: Embedder | None
+    progress: Progress
+    passages: PassageEngine | None = None
+    reextract: bool = False
+    tasks: Sequence[str] = ()
+    stages: Stages = field(default_factory=Stages)
+    # What the stages share, filled in as they run.
+    new_docs: list[Document] = field(default_factory=list)
+    docs: list[Document] = field(default_factory=list)
+    removed: list[Document] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    new_chunks: list[Chunk] = field(default_factory=list)
+    new_vectors: np.ndarray | None = None
+    given_mentions: dict[str, list[Mention]] | None = None
+    written: WrittenVectors | None = None
+    titles: dict[str, str] = field(default_factory=dict)
+    dates: dict[str, datetime | None] = field(default_factory=dict)
+    mentions: dict[str, list[Mention]] = field(default_factory=dict)
+    retyped: list[Chunk] = field(default_factory=list)  # kept chunks whose types a re-extraction changed
+    extraction: str = ""
+    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest_extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def create(self) -> bool:
+        return self.base is None
+
+    def run(
+        self,
+        old_docs: list[Document],
+        old_chunks: list[Chunk],
+        new_docs: list[Document],
+        remove_ids: set[str],
+    ) -> BuildSummary:
+        """Every stage in order, then publish; returns what the new version holds."""
+        self.chunk(old_docs, old_chunks, new_docs, remove_ids)
+        analyzer = Analyzer(self.config.sudachi_mode)
+        self.entities(analyzer)
+        self.keyword(analyzer)
+        embedding = self.vectors()
+        graph_counts = self.graph()
+        self.tables()
+        self.manifest = {
+            "version": self.version,
+            "createdAt": datetime.now(UTC).isoformat(),
+            "parent": self.base.version if self.base else None,
+            "hybridragVersion": _package_version(),
+            "config": asdict(self.config),
+            "analyzer": analyzer.settings(),
+            "embedding": embedding,
+            "counts": {"documents": len(self.docs), "chunks": len(self.chunks)},
+            "graph": graph_counts,
+            "stageSeconds": {k: round(v, 3) for k, v in self.stages.seconds.items()},
+            "engine": self.passages.name if self.passages is not None else "local",
+        }
+        return self.publish()
+
+    def chunk(
+        self,
+        old_docs: list[Document],
+        old_chunks: list[Chunk],
+        new_docs: list[Document],
+        remove_ids: set[str],
+    ) -> None:
+        """The new documents' chunks (and vectors and mentions, when the passage engine makes them), and the
+        documents and chunks the new version keeps."""
+        self.new_docs = new_docs
+        if self.passages is not None and new_docs:
+            with self.stages.timed("chunk+embed"):
+                made = self.passages.chunk_and_embed(
+                    new_docs, self.config, self.embedder, version=self.version if self.create else None
+                )
+            self.new_chunks, self.new_vectors = made.chunks, made.vectors
+            self.given_mentions, self.written = made.mentions, made.written
+        else:
+            with self.stages.timed("chunk"):
+                for doc in self.progress(new_docs, "chunk", len(new_docs)):
+                    self.new_chunks.extend(make_chunks(doc, self.config))
+        self.removed = [d for d in old_docs if d.doc_id in remove_ids]
+        self.docs = [d for d in old_docs if d.doc_id not in remove_ids] + new_docs
+        self.chunks = [c for c in old_chunks if c.doc_id not in remove_ids] + self.new_chunks
+        self.titles = {d.doc_id: d.title for d in self.docs}
+        self.dates = {d.doc_id: parse_date(d.date) for d in self.docs}
+
+    def entities(self, analyzer: Analyzer) -> None:
+        """Mentions of the new chunks (every chunk's with `reextract`), the kept chunks' from the base, and
+        each extracted chunk's entity types."""
+        base_extraction = self.extraction = _extraction(self.base)
+        if not self.config.graph:
+            return
+        base = self.base
+        if base is not None and (base.path / MENTIONS).is_file() and not self.reextract:
+            self.mentions = read_mentions(base.path / MENTIONS, {c.chunk_id for c in self.chunks})
+        extract = self.chunks if self.reextract else self.new_chunks
+        with self.stages.timed("entities"):
+            extractor = EntityExtractor(analyzer)
+            if self.given_mentions is not None:  # the engine extracted them (on the cluster)
+                self.mentions.update((c.chunk_id, self.given_mentions[c.chunk_id]) for c in self.new_chunks)
+            else:
+                self._extract(extractor, extract)
+            for c in extract:
+                types = chunk_types(self.mentions[c.chunk_id])
+                if self.reextract and types != list(c.entity_types):
+                    self.retyped.append(c)
+                c.entity_types = types
+        # What extracted the stored mentions: kept while nothing is extracted; "mixed" once another
+        # extractor adds to them (a regraph with `reextract` makes them one extractor's again).
+        if base is None or self.reextract or (extract and base_extraction == extractor.version):
+            self.extraction = extractor.version
+        elif extract:
+            self.extraction = "mixed"
+
+    def _extract(self, extractor: EntityExtractor, extract: list[Chunk]) -> None:
+        title_docs = {c.doc_id for c in extract}
+        title_mentions = {
+            d.doc_id: extractor.extract_title(d.title) for d in self.docs if d.doc_id in title_docs
+        }
+        pieces = [extract[i : i + EXTRACT_BATCH] for i in range(0, len(extract), EXTRACT_BATCH)]
+        for piece in self.progress(pieces, "entities", len(pieces)):
+            found = extractor.extract_many([c.text for c in piece])
+            for c, chunk_mentions in zip(piece, found, strict=True):
+                self.mentions[c.chunk_id] = title_mentions[c.doc_id] + chunk_mentions
+
+    def keyword(self, analyzer: Analyzer) -> None:
+        with self.stages.timed("keyword"):
+            # A re-extraction writes the keyword index anew, in the chunks' order: deleting and re-adding the
+            # re-typed chunks would leave the deleted copies in tantivy's term statistics (BM25) until a
+            # merge, so scores would drift from a fresh build's.
+            if self.reextract:
+                shutil.rmtree(self.staging / "keyword", ignore_errors=True)
+            kw = KeywordIndexWriter(self.staging / "keyword", analyzer, create=self.create or self.reextract)
+            if self.removed and not self.reextract:
+                kw.delete_documents(d.doc_id for d in self.removed)
+            rows = self.chunks if self.reextract else self.new_chunks
+            titles, dates = self.titles, self.dates
+            kw.add(
+                KeywordRow(
+                    c.chunk_id, c.doc_id, c.file_id, titles[c.doc_id], c.text, dates[c.doc_id], c.entity_types
+                )
+                for c in self.progress(rows, "keyword", len(rows))
+            )
+            kw.commit()
+
+    def vectors(self) -> dict[str, Any] | None:
+        """The vector table and its serving files; returns the manifest's `embedding` (None: no model)."""
+        embedder, base, written = self.embedder, self.base, self.written
+        if embedder is None:
+            return None
+        if base is not None and base.manifest.get("embedding", {}).get("dim") not in (None, embedder.dim):
+            raise versions.IndexUnavailable("embedding dimension differs from the index being updated")
+        written_files: dict[str, dict[str, Any]] = {}
+        if written is not None:
+            with self.stages.timed("vectors"):
+                # The workers wrote the table on the object store; the local version gets a checked copy.
+                written_files = written.fetch(self.staging / "vectors")
+            if written.rows != len(self.new_chunks):
+                raise ValueError(f"the engine wrote {written.rows} vectors for {len(self.new_chunks)} chunks")
+        vw = VectorIndexWriter(self.staging / "vectors", embedder.dim, create=self.create and written is None)
+        if self.removed:
+            vw.delete_documents([d.doc_id for d in self.removed])
+        if written is None:
+            self._embed_new_chunks(vw, embedder)
+        with self.stages.timed("vectors"):
+            vw.set_entity_types({c.chunk_id: c.entity_types for c in self.retyped})
+            ann = vw.finish()
+        embedding = {
+            "model": self.config.embedding_model,
+            "name": embedder.name,
+            "dim": embedder.dim,
+            # Which runtime embedded the passages (torch or onnx-int8); any of them can query the index.
+            "encoder": getattr(embedder, "encoder", "torch"),
+            **ann,
+        }
+        if written is not None:
+            embedding["writtenBy"] = self.passages.name if self.passages is not None else "local"
+            # Files already on the object store, byte for byte (remote.RemoteIndex.upload skips them).
+            self.manifest_extra[versions.WRITTEN_TO_STORE] = written_files
+        return embedding
+
+    def _embed_new_chunks(self, vw: VectorIndexWriter, embedder: Embedder) -> None:
+        chunks, dates = self.new_chunks, self.dates
+        batches = list(batched(range(len(chunks)), EMBED_BATCH))
+        for rows in self.progress(batches, "embed", len(batches)):
+            batch = [chunks[i] for i in rows]
+            if self.new_vectors is not None:
+                vectors = self.new_vectors[rows[0] : rows[-1] + 1]
+            else:
+                with self.stages.timed("embed"):
+                    vectors = embedder.embed_passages(
+                        [embedding_text(self.titles[c.doc_id], c.text) for c in batch]
+                    )
+            with self.stages.timed("vectors"):
+                vw.add(
+                    {
+                        "chunk_id": [c.chunk_id for c in batch],
+                        "doc_id": [c.doc_id for c in batch],
+                        "file_id": [c.file_id for c in batch],
+                        "date": [dates[c.doc_id] for c in batch],
+                        "entity_types": [c.entity_types for c in batch],
+                    },
+                    vectors,
+                )
+
+    def graph(self) -> dict[str, Any] | None:
+        """The graph, its record and the arrays the service maps; returns the manifest's `graph` counts."""
+        if not self.config.graph:
+            return None
+        chunks, embedder = self.chunks, self.embedder
+        with self.stages.timed("graph"):
+            graph = build_graph(
+                ChunkMentions(
+                    c.chunk_id, c.file_id, c.text, self.mentions.get(c.chunk_id, ()), self.titles[c.doc_id]
+                )
+                for c in chunks
+            )
+            write_mentions(self.staging / MENTIONS, self.mentions, [c.chunk_id for c in chunks])
+        community_vectors = entity_vectors = None
+        if embedder is not None and graph.communities:
+            with self.stages.timed("embed"):
+                community_vectors = embedder.embed_passages([cm.report for cm in graph.communities])
+        if embedder is not None and self.config.graph_synonyms and graph.entities:
+            with self.stages.timed("synonyms"):
+                entity_vectors = entity_name_vectors(self.base, graph.entities, embedder)
+                graph.synonyms = synonym_pairs(graph.entities, entity_vectors)
+        graph.save(self.staging / "graph", community_vectors, entity_vectors)
+        with self.stages.timed("graph"):
+            # What the service maps: the walk's matrices against the chunk table's row order.
+            order = ListOrder([c.chunk_id for c in chunks])
+            GraphArrays.derive(graph, order).save(self.staging / "graph" / GRAPH_ARRAYS)
+        return {
+            "format": GRAPH_FORMAT,
+            "extraction": self.extraction,
+            "entities": len(graph.entities),
+            "relations": len(graph.relations),
+            "communities": len(graph.communities),
+            "synonyms": len(graph.synonyms),
+        }
+
+    def tables(self) -> None:
+        docs, chunks, dates, staging = self.docs, self.chunks, self.dates, self.staging
+        with self.stages.timed("tables"):
+            write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA, "uncompressed")
+            rows = [chunk_row(c, dates[c.doc_id]) for c in chunks]
+            write_table(staging / CHUNKS, rows, CHUNK_SCHEMA, "uncompressed")
+            write_keys(staging / DOCUMENTS, [d.doc_id for d in docs], "doc_id")
+            write_keys(staging / CHUNKS, [c.chunk_id for c in chunks], "chunk_id")
+            write_keys(staging / CHUNKS, [c.doc_id for c in chunks], "doc_id")
+
+    def publish(self) -> BuildSummary:
+        """The manifest written last, the version renamed into place and `current` switched."""
+        manifest = {**self.manifest, **self.manifest_extra}
+        if self.tasks:
+            manifest["tasks"] = list(self.tasks)
+        with self.stages.timed("publish"):
+            published = versions.publish(self.index_dir, self.staging, manifest)
+        return BuildSummary(
+            version=self.version,
+            path=str(published.path),
+            documents=len(self.docs),
+            chunks=len(self.chunks),
+            added_documents=len(self.new_docs),
+            deleted_documents=len(self.removed),
+            skipped=[],
+            seconds={k: round(v, 3) for k, v in self.stages.seconds.items()},
+            bytes_on_disk=_du(published.path),
+        )
+
+
+def write_version(
+    write: VersionWrite,
+    old_docs: list[Document],
+    old_chunks: list[Chunk],
+    new_docs: list[Document],
+    remove_ids: set[str],
+    report: SourceReport,
+) -> BuildSummary:
+    """Run `write`; on any failure its staging directory is removed and nothing is published."""
+    try:
+        summary = write.run(old_docs, old_chunks, new_docs, remove_ids)
+    except BaseException:
+        shutil.rmtree(write.staging, ignore_errors=True)
+        raise
+    summary.skipped = [str(s) for s in report.skipped]
+    return summary
+
+
+def entity_name_vectors(
+    base: versions.IndexVersion | None, entities: Sequence[Entity], embedder: Embedder
+) -> np.ndarray:
+    """Name vectors of `entities`, reusing the base version's for entities it already had (ids are
+    content hashes of the normalised name, so an id names the same entity in both versions)."""
+    known: dict[str, np.ndarray] = {}
+    if base is not None and (base.path / "graph" / GRAPH_JSON).is_file():
+        old_vectors = GraphData.load_entity_vectors(base.path / "graph")
+        if old_vectors is not None:
+            old, _ = GraphData.load(base.path / "graph")
+            if len(old.entities) == len(old_vectors):
+                known = {e.id: old_vectors[i] for i, e in enumerate(old.entities)}
+    missing = [e for e in entities if e.id not in known]
+    if missing:
+        fresh = embedder.embed_passages([e.name for e in missing])
+        known.update({e.id: fresh[i] for i, e in enumerate(missing)})
+    return np.stack([known[e.id] for e in entities]).astype(np.float32)
+
+
+def _extraction(base: versions.IndexVersion | None) -> str:
+    """What extracted a version's stored mentions (`EntityExtractor.version`); "rules" for a version from
+    before the manifest said (its English names were typed by the word-list rules)."""
+    if base is None:
+        return ""
+    return str((base.manifest.get("graph") or {}).get("extraction", "rules"))
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _package_version() -> str:
+    try:
+        return importlib_metadata.version("hybridrag")
+    except importlib_metadata.PackageNotFoundError:
+        return "0+unknown"

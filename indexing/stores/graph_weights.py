@@ -1,0 +1,111 @@
+"""How the graph's walk weighs each edge: the matrices of personalised PageRank over entities and passages.
+
+Edges: entity-entity for relations (`RELATION_WEIGHT` per co-occurring sentence) and synonyms; passage-entity
+for mentions, in both directions with their own weights (an entity leads mostly to the passages about it, a
+passage mostly to the entities that have an article elsewhere, concepts as `concepts` says). The transition
+matrix is the adjacency normalised by each node's out-weight.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from hybridrag.indexing.stores.graph import GraphData
+from hybridrag.indexing.stores.graph_order import ChunkOrder
+
+RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
+TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
+# Added to the edge from a passage to an entity that has an article in the corpus (a document whose whole
+# title is its name) when the passage's own title does not name it: the bridge to the next hop. HotpotQA-100
+# dev hybrid nDCG@10 0.918 / 0.922 / 0.926 / 0.930 / 0.927 at 0 / 1 / 3 / 10 / 30 with any title mention
+# counted as an article, 0.935 at 10 with whole titles (benchmarks/README.md); corpora without articles walk
+# as before.
+ARTICLE_WEIGHT = 10.0
+SYNONYM_WEIGHT = 1.0  # times the name cosine
+# The step from a passage to a concept is (idf / the largest idf) ** this. HotpotQA-100 without titles,
+# lower-cased (graph / hybrid nDCG@10): 0.862 / 0.869 at 1, 0.864 / 0.872 at 2, 0.866 / 0.876 at 3 and 5
+# (benchmarks/README.md, "Concepts").
+CONCEPT_SPECIFICITY_POWER = 3.0
+
+
+def walk_matrices(
+    graph: GraphData, index: dict[str, int], order: ChunkOrder
+) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray, np.ndarray]:
+    """The walk's matrices over entities then chunks (the adjacency, both directions summed, and the
+    transposed transition matrix), each relation's pair key (in relation order) and the sorted pair keys
+    of synonym edges."""
+    ne = len(graph.entities)
+    rows: list[int] = []
+    cols: list[int] = []
+    weights: list[float] = []
+    pair_keys: list[int] = []
+    for r in graph.relations:
+        a, b = index[r.source], index[r.target]
+        rows += [a, b]
+        cols += [b, a]
+        weights += [RELATION_WEIGHT * r.count] * 2
+        pair_keys.append(min(a, b) * ne + max(a, b))
+    synonym_keys: list[int] = []
+    for syn in graph.synonyms:
+        a, b = index[syn.source], index[syn.target]
+        rows += [a, b]
+        cols += [b, a]
+        weights += [SYNONYM_WEIGHT * syn.similarity] * 2
+        synonym_keys.append(min(a, b) * ne + max(a, b))
+    entity, chunk, to_entity, to_chunk = _mention_edges(graph, order)
+    n = ne + len(order)
+    directed = sparse.csr_matrix(  # duplicates add up
+        (
+            np.concatenate([np.asarray(weights, dtype=np.float64), to_entity, to_chunk]),
+            (
+                np.concatenate([np.asarray(rows, dtype=np.int64), chunk, entity]),
+                np.concatenate([np.asarray(cols, dtype=np.int64), entity, chunk]),
+            ),
+        ),
+        shape=(n, n),
+    )
+    adjacency = sparse.csr_matrix(directed + directed.T)
+    out_weight = np.asarray(directed.sum(axis=1)).ravel()
+    inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
+    transition_t = sparse.csr_matrix((sparse.diags(inv) @ directed).T)
+    keys = np.asarray(pair_keys, dtype=np.int64)
+    return adjacency, transition_t, keys, np.sort(np.asarray(synonym_keys, dtype=np.int64))
+
+
+def _mention_edges(
+    graph: GraphData, order: ChunkOrder
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every mention as an edge between its entity and its chunk's node: (entity, chunk node, weight from
+    the chunk, weight from the entity). Chunks the table does not hold are left out."""
+    ne = len(graph.entities)
+    mention_entity: list[int] = []
+    mention_chunk: list[str] = []
+    mention_titled: list[bool] = []
+    mention_article: list[bool] = []
+    mention_concept: list[bool] = []
+    for i, e in enumerate(graph.entities):
+        titled = set(e.title_chunk_ids)
+        mention_entity += [i] * len(e.chunk_ids)
+        mention_chunk += e.chunk_ids
+        mention_titled += [cid in titled for cid in e.chunk_ids]
+        mention_article += [e.article] * len(e.chunk_ids)
+        mention_concept += [e.concept] * len(e.chunk_ids)
+    # Every mention's chunk row in one lookup.
+    at = order.rows(mention_chunk)
+    kept = at >= 0
+    entity = np.asarray(mention_entity, dtype=np.int64)[kept]
+    chunk = ne + at[kept]
+    # Entity -> passage: mostly to the passages about it (title), so a bridge entity leads to its own
+    # article. Passage -> entity: mostly to the entities with an article that the passage's own title
+    # does not name, the bridges; alike to the others (a corpus without articles walks as before).
+    about = np.asarray(mention_titled, dtype=bool)[kept]
+    to_chunk = 1.0 + TITLE_WEIGHT * about
+    to_entity = 1.0 + ARTICLE_WEIGHT * (np.asarray(mention_article, dtype=bool)[kept] & ~about)
+    # From a passage, a concept weighs by how specific it is (its idf over the largest, cubed): a phrase a
+    # few passages share leads somewhere, one many share spreads the walk thin; names keep their weight.
+    df = np.bincount(entity, minlength=ne).astype(np.float64)
+    most = np.log1p(max(1, len(order)))
+    concept_weight = (np.log1p(len(order) / np.maximum(df[entity], 1.0)) / most) ** CONCEPT_SPECIFICITY_POWER
+    to_entity = np.where(np.asarray(mention_concept, dtype=bool)[kept], concept_weight, to_entity)
+    return entity, chunk, to_entity, to_chunk

@@ -1,0 +1,129 @@
+"""How the graph reached a result: the walk's trace (seeds and mass) and the path shown to the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hybridrag.indexing.stores.graph_index import GraphIndex
+
+PATH_HOPS = 4
+PATH_VISITS = 5000
+
+
+@dataclass(slots=True)
+class GraphTrace:
+    """What the walk of one query was: its seed nodes and the PageRank mass it left on each node."""
+
+    seeds: tuple[int, ...]
+    mass: np.ndarray  # over all nodes (entities, then chunks)
+    # The breadth-first traversal behind `path`, advanced only as far as the results asked for so far.
+    parents: dict[int, int] | None = None
+    traversal: Iterator[int] | None = None
+    # What the paths of this search have named so far (entity heads, chunk ids) by node: a page's paths
+    # share their seeds and first hops, so each node is read once a search.
+    named: dict[int, Any] = field(default_factory=dict)
+
+    def _chain(self, graph: GraphIndex, target: int) -> list[int]:
+        """A shortest chain of edges from a seed to `target` through nodes the walk reached, seeds first.
+
+        Breadth-first from the seeds, neighbours in order of the mass the walk gave them (so a chain shown is
+        one the walk weighted); at most `PATH_HOPS` edges and `PATH_VISITS` nodes. The traversal is shared by
+        every result of the search and goes only as far as the results need: most are found within a few
+        hundred nodes, so a page of paths costs about one traversal, not one each.
+        """
+        if target in self.seeds:
+            return [target]
+        if self.parents is None:
+            self.parents = {}
+            self.traversal = self._traverse(graph, self.parents)
+        parent = self.parents
+        while target not in parent and self.traversal is not None:
+            if next(self.traversal, None) is None:
+                self.traversal = None
+        if target not in parent:
+            return []
+        chain = [target]
+        while chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        return chain[::-1]
+
+    def _traverse(self, graph: GraphIndex, parent: dict[int, int]) -> Iterator[int]:
+        """Records each node's parent as it is reached; yields each node whose neighbours it added."""
+        a, mass = graph.adjacency, self.mass
+        frontier = np.array(sorted(self.seeds, key=lambda s: -mass[s]), dtype=np.int64)
+        seen = np.zeros(len(mass), dtype=bool)
+        seen[frontier] = True
+        visits = len(frontier)
+        for _ in range(PATH_HOPS):
+            reached: list[np.ndarray] = []
+            for node in frontier.tolist():
+                neighbours = a.indices[a.indptr[node] : a.indptr[node + 1]]
+                neighbours = neighbours[(mass[neighbours] > 0) & ~seen[neighbours]]
+                if not len(neighbours):
+                    continue
+                # Heaviest first (ties in node order); at least one, as a node-by-node walk adds one
+                # before it checks the bound.
+                neighbours = neighbours[np.argsort(-mass[neighbours], kind="stable")]
+                neighbours = neighbours[: max(1, PATH_VISITS - visits)]
+                seen[neighbours] = True
+                parent.update(dict.fromkeys(neighbours.tolist(), node))
+                reached.append(neighbours)
+                visits += len(neighbours)
+                yield node
+                if visits >= PATH_VISITS:
+                    return
+            if not reached:
+                return
+            frontier = np.concatenate(reached).astype(np.int64)
+            frontier = frontier[np.argsort(-mass[frontier], kind="stable")]
+
+    def path(self, graph: GraphIndex, item_id: str, chunk_row: int | None = None) -> list[dict[str, Any]]:
+        """The walk that reached a graph result, seed first: each step an entity or a passage, with the kind
+        of edge that led to it (`mentions`, `relation` + relationId, `synonym`). Empty when no chain within
+        reach explains it. `chunk_row`: the passage's row in `graph.chunks` when the caller has it."""
+        ne = len(graph.entities)
+        if chunk_row is not None:
+            target = ne + chunk_row
+        elif item_id in graph.entity_index:
+            target = graph.entity_index[item_id]
+        else:
+            node = graph.chunk_node(item_id)
+            if node is None:
+                return []
+            target = node
+        chain = self._chain(graph, target)
+        named = self.named
+        entities = [n for n in dict.fromkeys(chain) if n < ne and n not in named]
+        if entities:
+            named.update(zip(entities, graph.arrays.entity_heads(entities), strict=True))
+        for n in chain:  # one or two passages a path: a scalar read each is cheaper than a take
+            if n >= ne and n not in named:
+                named[n] = graph.chunks.id_at(n - ne)
+        steps: list[dict[str, Any]] = []
+        previous: int | None = None
+        for node in chain:
+            step: dict[str, Any]
+            if node < ne:
+                e = named[node]
+                step = {"id": e["id"], "type": "entity", "name": e["name"], "entityType": e["type"]}
+            else:
+                step = {"id": named[node], "type": "chunk"}
+            if previous is None:
+                step["seed"] = True
+            else:
+                step["via"] = steps[-1]["id"]
+                pair = (min(previous, node), max(previous, node))
+                if node >= ne or previous >= ne:
+                    step["edge"] = "mentions"
+                elif pair in graph.edge_relation:
+                    step["edge"] = "relation"
+                    step["relationId"] = graph.edge_relation[pair]
+                else:
+                    step["edge"] = "synonym"
+            steps.append(step)
+            previous = node
+        return steps

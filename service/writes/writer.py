@@ -1,0 +1,382 @@
+"""Writes through the API: a task queue on disk and one writer that applies queued tasks as index versions.
+
+A write (documents to add, files to extract, an id to delete) becomes a task: its JSON record and payload
+are written to the task folder (fsynced) before the request is answered, so an acknowledged write survives
+a crash. One writer thread takes queued tasks in order, up to `batch_max` documents or after `batch_wait_s`,
+and applies them with `IndexBuilder.apply` as one new version (the same incremental add/delete and atomic
+publish as the CLI; to the bucket too when the service follows one). The version's manifest lists the tasks
+it holds: after a crash, a task left `running` is `succeeded` if a version holds it, else queued again. A
+search never sees half a batch: it reads one published version.
+
+Per document, a task says what happened: added, replaced (same id, new content), unchanged (same id and
+content already indexed: nothing is written), deleted, not_found, or refused with the reason (a file that
+cannot be read, a document empty after extraction). One bad file never fails the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hybridrag.indexing.analysis.text import content_hash
+from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex
+from hybridrag.indexing.documents.sources import (
+    SUPPORTED_SUFFIXES,
+    Document,
+    SourceReport,
+    iter_documents,
+    make_document,
+)
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.tables import DOCUMENTS, document_from_row, read_table
+from hybridrag.pipeline.lifecycle import IndexLifecycle
+from hybridrag.pipeline.settings import Settings
+from hybridrag.schemas.documents import DocumentIn, DocumentOutcome, WriteTask
+from hybridrag.writes.tasks import TASKS_DIR, TaskStore, initial_outcomes, now, upload_name, write_atomic
+
+log = logging.getLogger("hybridrag.writer")
+API_FILE_ID = "api"
+
+
+def document_fingerprint(doc: Document) -> str:
+    """What makes two versions of a document the same: title, text, url, date and metadata."""
+    meta = json.dumps(doc.metadata, sort_keys=True, ensure_ascii=False)
+    return content_hash(doc.title, doc.text, doc.url or "", doc.date or "", meta)
+
+
+@dataclass(slots=True)
+class PendingWrite:
+    task: WriteTask
+    adds: list[Document]
+    deletes: list[str]
+
+
+class DocumentWriter:
+    """Queues write tasks and applies them, in batches, as new versions of the index.
+
+    `workspace` yields the local folder to write in (the index directory, or the mirror of a bucket that is
+    uploaded when the block ends); `published` is called after each new version (the engine reloads it).
+    """
+
+    def __init__(
+        self,
+        index_dir: Path,
+        batch_max: int = 100,
+        batch_wait_s: float = 0.5,
+        workspace: Callable[[], contextlib.AbstractContextManager[Path]] | None = None,
+        published: Callable[[], Any] | None = None,
+        tasks_dir: Path | None = None,
+        keep_tasks_s: float = 7 * 86400,
+    ) -> None:
+        self.index_dir = index_dir
+        self.store = TaskStore(tasks_dir or index_dir / TASKS_DIR)
+        self.batch_max = batch_max
+        self.batch_wait_s = batch_wait_s
+        self.keep_tasks_s = keep_tasks_s
+        self._workspace = workspace or self._local
+        self._published = published
+        self._wake = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # The passage model, loaded by the first batch and kept (a model load per batch would dominate it).
+        self._embedders: dict[tuple[str, str], Any] = {}
+
+    @contextlib.contextmanager
+    def _local(self) -> Iterator[Path]:
+        yield self.index_dir
+
+    # -- requests
+    def submit_documents(self, documents: list[DocumentIn]) -> WriteTask:
+        task = self._new("add")
+        task.documents = [DocumentOutcome(id=d.id, status="pending") for d in documents]
+        self.store.save(task, {"documents": [d.model_dump(mode="json", by_alias=True) for d in documents]})
+        self._notify(task)
+        return task
+
+    def submit_files(self, files: list[tuple[str, bytes]], max_file_bytes: int | None = None) -> WriteTask:
+        """`files`: (file name, content). Saved with the task and extracted by the writer, not the request; a
+        file over `max_file_bytes` is refused in the task at once (the others go ahead)."""
+        task = self._new("add")
+        folder = self.store.payload_dir(task.task_id) / "files"
+        folder.mkdir(parents=True)
+        names = []
+        for i, (sent, data) in enumerate(files):
+            name = upload_name(sent)
+            # One folder per file keeps its own name (a title may come from it) whatever the others are called.
+            safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[-120:] or "upload"
+            entry: dict[str, Any] = {"name": name, "stored": f"{i:04d}/{safe}"}
+            if max_file_bytes is not None and len(data) > max_file_bytes:
+                entry["refused"] = f"file too large (more than {max_file_bytes:,} bytes)"
+            else:
+                (folder / f"{i:04d}").mkdir()
+                write_atomic(folder / entry["stored"], data)
+            names.append(entry)
+        task.documents = initial_outcomes({"files": names})
+        self.store.save(task, {"files": names})
+        self._notify(task)
+        return task
+
+    def submit_delete(self, doc_id: str) -> WriteTask:
+        task = self._new("delete")
+        task.documents = [DocumentOutcome(id=doc_id, status="pending")]
+        self.store.save(task, {"delete": [doc_id]})
+        self._notify(task)
+        return task
+
+    def _new(self, kind: str) -> WriteTask:
+        return WriteTask(task_id=uuid.uuid4().hex, kind=kind, status="queued", created_at=now())  # type: ignore[arg-type]
+
+    def _notify(self, task: WriteTask | None = None) -> None:
+        if task is not None:
+            self.store.enqueue(task)
+        with self._wake:
+            self._wake.notify_all()
+
+    # -- the writer
+    def start(self) -> None:
+        """In a daemon thread until `close`: take the writer's lock, recover the tasks a crash left behind,
+        then apply queued tasks."""
+        self._thread = threading.Thread(target=self._loop, name="document-writer", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._notify()
+
+    def recover(self) -> None:
+        """A task left `running` by a crash: succeeded when a published version lists it, else queued again."""
+        applied = {task_id: m.version for m in versions.published(self.index_dir) for task_id in m.tasks}
+        for task in self.store.all():
+            if task.status != "running":
+                continue
+            if task.task_id in applied:
+                task.status, task.index_version, task.finished_at = "succeeded", applied[task.task_id], now()
+                # Its outcomes were computed before the crash and saved with `running`.
+            else:
+                task.status, task.started_at = "queued", None
+                task.documents = initial_outcomes(self.store.payload(task.task_id))
+            self.store.save(task)
+            if task.status == "queued":
+                self.store.enqueue(task)
+
+    def _queued(self) -> list[WriteTask]:
+        tasks = [self.store.get(task_id) for task_id in self.store.queued_ids()]
+        return [t for t in tasks if t is not None and t.status == "queued"]
+
+    def _loop(self) -> None:
+        import fcntl
+
+        # With several worker processes on one index, one of them writes; the others wait here (and take
+        # over if it goes away). Their requests queue tasks on disk all the same.
+        self.store.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.store.folder / ".writer.lock", "w") as lock:
+            while not self._stop.is_set():
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    self._stop.wait(1.0)
+            if self._stop.is_set():
+                return
+            try:
+                self.recover()
+            except Exception:
+                log.exception("recovering write tasks failed")
+            self._write_loop()
+
+    def _write_loop(self) -> None:
+        pruned_at = 0.0
+        while not self._stop.is_set():
+            if time.monotonic() - pruned_at > 600:  # finished tasks are kept for a while, then forgotten
+                pruned_at = time.monotonic()
+                with contextlib.suppress(OSError, ValueError):
+                    self.store.prune(self.keep_tasks_s)
+            if not self.store.queued_ids():
+                with self._wake:
+                    self._wake.wait(timeout=0.5)
+                continue
+            # Let a batch gather: until `batch_max` documents are queued or `batch_wait_s` has passed.
+            deadline = time.monotonic() + self.batch_wait_s
+            while time.monotonic() < deadline and not self._stop.is_set():
+                if sum(len(t.documents) for t in self._queued()) >= self.batch_max:
+                    break
+                with self._wake:
+                    self._wake.wait(timeout=max(0.0, deadline - time.monotonic()))
+            try:
+                self.run_once()
+            except Exception:  # the writer must outlive any one batch
+                log.exception("document writer batch failed")
+
+    def run_once(self) -> int:
+        """Apply one batch of queued tasks as one version; returns how many tasks it settled."""
+        batch: list[WriteTask] = []
+        count = 0
+        for task in self._queued():
+            if batch and count + len(task.documents) > self.batch_max:
+                break
+            batch.append(task)
+            count += len(task.documents)
+        if not batch:
+            return 0
+        for task in batch:
+            task.status, task.started_at = "running", now()
+            self.store.save(task)
+            self.store.dequeue(task.task_id)
+        try:
+            with self._workspace() as folder:
+                version = self._apply(folder, batch)
+            # Published (and uploaded, for a bucket). The engine serves it before any task says succeeded,
+            # so a caller that waited for its task finds its documents in the very next search.
+            if self._published is not None:
+                with contextlib.suppress(Exception):
+                    self._published()
+            for task in batch:
+                task.status, task.finished_at, task.index_version = "succeeded", now(), version
+                self.store.save(task)
+        except Exception as exc:
+            log.exception("write batch of %d task(s) failed", len(batch))
+            for task in batch:
+                if task.status == "running":
+                    task.status, task.finished_at = "failed", now()
+                    task.error = f"the index was not changed: {type(exc).__name__}: {exc}"[:2000]
+                    self.store.save(task)
+        for task in batch:
+            if task.status in ("succeeded", "failed"):
+                self.store.drop_payload(task.task_id)
+        return len(batch)
+
+    def _apply(self, folder: Path, batch: list[WriteTask]) -> str:
+        """Work out each task's outcomes and publish them as one version in `folder`; returns the version
+        that holds the batch (the current one when nothing had to be written)."""
+        base = versions.current_version(folder)
+        config = BuildConfig.from_manifest(base.manifest)
+        existing = {
+            r["doc_id"]: document_fingerprint(document_from_row(r))
+            for r in read_table(base.path / DOCUMENTS).to_pylist()
+        }
+        adds: dict[str, Document] = {}
+        deletes: set[str] = set()
+        for task in batch:
+            pending = self._resolve(task)
+            for doc, outcome in zip(
+                pending.adds, [o for o in task.documents if o.status == "pending"], strict=False
+            ):
+                outcome.id = doc.doc_id
+                old = existing.get(doc.doc_id)
+                if doc.doc_id in adds or doc.doc_id in deletes:
+                    outcome.status = "replaced"  # an earlier write of this batch touched it: the later wins
+                    deletes.discard(doc.doc_id)
+                    adds[doc.doc_id] = doc
+                elif old is None:
+                    outcome.status, adds[doc.doc_id] = "added", doc
+                elif old == document_fingerprint(doc):
+                    outcome.status = "unchanged"
+                else:
+                    outcome.status, adds[doc.doc_id] = "replaced", doc
+            for doc_id, outcome in zip(pending.deletes, task.documents, strict=False):
+                if doc_id in adds:
+                    adds.pop(doc_id)
+                    outcome.status = "deleted"
+                    if doc_id in existing:
+                        deletes.add(doc_id)
+                elif doc_id in existing and doc_id not in deletes:
+                    outcome.status = "deleted"
+                    deletes.add(doc_id)
+                else:
+                    outcome.status, outcome.reason = "not_found", "no document with this id in the index"
+            self.store.save(task)  # outcomes known, still `running`: kept across a crash
+        version = base.version
+        if adds or deletes:
+            key = (str(config.embedding_model), config.encoder)
+            builder = IndexBuilder(folder, config, embedder=self._embedders.get(key))
+            try:
+                summary = builder.apply(list(adds.values()), sorted(deletes), [t.task_id for t in batch])
+                version = summary.version
+            except NothingToIndex:
+                pass
+            if builder.embedder is not None:
+                self._embedders[key] = builder.embedder
+        return version
+
+    def _resolve(self, task: WriteTask) -> PendingWrite:
+        """The documents a task adds (extracted from its files, when it has files) and the ids it deletes;
+        a file or document that cannot be used gets its `refused` outcome here."""
+        payload = self.store.payload(task.task_id)
+        adds: list[Document] = []
+        if "documents" in payload:
+            for record, outcome in zip(payload["documents"], task.documents, strict=True):
+                try:
+                    doc = document_from_api(DocumentIn.model_validate(record))
+                except ValueError as exc:
+                    outcome.status, outcome.reason = "refused", str(exc)[:500]
+                    continue
+                adds.append(doc)
+        for entry, outcome in zip(payload.get("files", []), list(task.documents), strict=False):
+            if entry.get("refused"):
+                continue
+            path = self.store.payload_dir(task.task_id) / "files" / entry["stored"]
+            if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+                outcome.status = "refused"
+                outcome.reason = f"unsupported file type {path.suffix or '(none)'}: use one of {', '.join(SUPPORTED_SUFFIXES)}"
+                continue
+            report = SourceReport()
+            # A document whose only text is its title (the reader's fallback) had nothing in it.
+            docs = [d for d in iter_documents(path, report) if d.text.strip() != d.title.strip()]
+            if not docs:
+                outcome.status = "refused"
+                outcome.reason = report.skipped[0].reason if report.skipped else "no text after extraction"
+                continue
+            for doc in docs:
+                doc.file_id = entry["name"]
+                doc.doc_id = "d-" + content_hash(entry["name"], doc.title, doc.text)
+            adds.extend(docs[:1])
+            if len(docs) > 1:  # a JSON-lines file: one outcome per line
+                extra = [DocumentOutcome(source=entry["name"], status="pending") for _ in docs[1:]]
+                at = task.documents.index(outcome) + 1
+                task.documents[at:at] = extra
+                adds.extend(docs[1:])
+        return PendingWrite(task, adds, list(payload.get("delete", [])))
+
+
+def document_from_api(doc: DocumentIn) -> Document:
+    """An API document as the index keeps it (the same normalisation as a JSON-lines source)."""
+    record: dict[str, Any] = {"title": doc.title, "text": doc.text, "metadata": dict(doc.metadata)}
+    if doc.url:
+        record["url"] = doc.url
+    if doc.date:
+        record["date"] = doc.date
+    made = make_document(record, doc.file_id or API_FILE_ID, doc.id)
+    if made is None:
+        raise ValueError("the document is empty")
+    return made
+
+
+def writer_for(settings: Settings, engine: IndexLifecycle) -> DocumentWriter:
+    """The documents API's writer for a service: on the index directory, or on the mirror of the followed
+    bucket (each version uploaded there); the engine loads every version it publishes at once."""
+
+    def published() -> None:
+        engine.sync_remote()
+        engine.reload_if_switched()
+
+    kwargs: dict[str, Any] = {
+        "batch_max": settings.documents_batch_max,
+        "batch_wait_s": settings.documents_batch_wait_s,
+        "keep_tasks_s": settings.documents_keep_tasks_s,
+        "published": published,
+    }
+    if settings.index_url is not None:
+        from hybridrag.indexing.stores.remote import remote_workspace
+
+        url, cache = settings.index_url, settings.cache_dir
+        kwargs["workspace"] = lambda: remote_workspace(url, cache)
+        kwargs["tasks_dir"] = cache / "tasks" / settings.index_dir.name
+    return DocumentWriter(settings.index_dir, **kwargs)

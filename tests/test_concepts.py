@@ -1,0 +1,136 @@
+"""Concepts: graph nodes from the corpus' own statistics when text has no names, titles or capitals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from hybridrag.indexing.analysis.concepts import corpus_concepts
+from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+from hybridrag.indexing.builds.graph_build import build_graph
+from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.graph import ChunkMentions, GraphData
+
+ABSTRACTS = [
+    ("a", "tumour necrosis factor drives inflammation in rheumatoid arthritis synovium."),
+    ("b", "blocking tumour necrosis factor reduced synovium swelling in mice with arthritis."),
+    ("c", "autophagy protects neurons of the substantia nigra from oxidative stress."),
+    ("d", "loss of dopaminergic neurons in the substantia nigra follows impaired autophagy."),
+    ("e", "the committee met on tuesday and adjourned."),
+]
+
+
+def test_concepts_are_recurring_pairs_and_specific_words_in_any_letter_case() -> None:
+    found = corpus_concepts(ABSTRACTS)
+    assert {"tumour necrosis", "substantia nigra", "autophagy", "synovium", "arthritis", "neurons"} <= set(
+        found
+    )
+    assert found["tumour necrosis"] == 2 and found["substantia nigra"] == 2
+    # Nothing from one chunk alone, no stopword, no short word.
+    assert not {"committee", "tuesday", "the", "of", "in"} & set(found)
+    upper = corpus_concepts([(i, t.upper()) for i, t in ABSTRACTS])
+    assert upper == found  # the same concepts whatever the letter case
+    # A concept in every chunk links nothing in particular (share limit with a floor for small corpora).
+    crowd = [(str(i), f"shared phrase in chunk {i} about thing{i % 7}") for i in range(3000)]
+    assert "shared phrase" not in corpus_concepts(crowd)
+
+
+def _chunks(texts: list[tuple[str, str]]) -> list[ChunkMentions]:
+    return [ChunkMentions(cid, f"f-{cid}", text, [], "") for cid, text in texts]
+
+
+def test_concepts_are_typeless_nodes_that_link_passages_without_names() -> None:
+    graph = build_graph(_chunks([(i, t.upper()) for i, t in ABSTRACTS]))
+    by_name = {e.name.lower(): e for e in graph.entities}
+    assert by_name["tumour necrosis"].concept and by_name["tumour necrosis"].type == "other"
+    assert set(by_name["substantia nigra"].chunk_ids) == {"c", "d"}
+    assert all(e.concept for e in graph.entities)  # upper-cased text names nothing: concepts alone
+    # A name that is also a concept is a name (cased text): it keeps its type and is no concept.
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.analysis.entities import EntityExtractor
+
+    extractor = EntityExtractor(Analyzer())
+    texts = [
+        "Scott Derrickson directed it. Scott Derrickson was born in Denver.",
+        "A film by Scott Derrickson.",
+    ]
+    cased = build_graph(
+        [ChunkMentions(f"c{i}", "f", t, extractor.extract(t), "") for i, t in enumerate(texts)]
+    )
+    assert not any(e.concept for e in cased.entities if e.name.lower() == "scott derrickson")
+
+
+def test_concept_mentions_type_no_chunk_and_survive_save_and_load(tmp_path: Path) -> None:
+    """Built into an index: concept nodes in the graph, no entity type on the chunks they sit in (an
+    `entityTypes` filter is never met by a concept), the flag stored apart so older code still loads."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "d.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": "", "text": t.upper()}) + "\n" for i, t in ABSTRACTS), "utf-8"
+    )
+    IndexBuilder(tmp_path / "index", BuildConfig(embedding_model=None)).build(folder)
+    path = versions.current_version(tmp_path / "index").path
+    stored = json.loads((path / "graph" / "graph.json").read_text("utf-8"))
+    assert stored["concepts"] and all("concept" not in e for e in stored["entities"])
+    graph, _ = GraphData.load(path / "graph")
+    assert {e.id for e in graph.entities if e.concept} == set(stored["concepts"])
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.analysis.entities import EntityExtractor, chunk_types
+    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+
+    # A chunk's types are its names' (the extractor's), whatever concepts it holds.
+    extractor = EntityExtractor(Analyzer())
+    table = read_table(path / CHUNKS)
+    for text, types in zip(
+        table.column("text").to_pylist(), table.column("entity_types").to_pylist(), strict=True
+    ):
+        assert types == chunk_types(extractor.extract(text)), text
+
+
+def test_the_walk_follows_specific_concepts_more_than_common_ones() -> None:
+    from hybridrag.indexing.stores.graph_arrays import GraphArrays
+    from hybridrag.indexing.stores.graph_order import ListOrder
+
+    texts = [
+        (
+            f"c{i}",
+            " ".join(["common words" if i < 15 else "filler", "rare pairing" if i < 2 else "", f"item{i}"]),
+        )
+        for i in range(40)
+    ]
+    graph = build_graph(_chunks(texts))
+    arrays = GraphArrays.derive(graph, ListOrder([c for c, _t in texts]))
+    index = {e.name: i for i, e in enumerate(graph.entities)}
+    ne = len(graph.entities)
+    step = arrays.transition_t.T.tocsr()
+    rare, common = index["rare pairing"], index["common words"]
+    assert step[ne + 0, rare] > 5 * step[ne + 0, common] > 0
+
+
+def test_an_incremental_add_gives_the_concepts_a_full_build_gives(tmp_path: Path) -> None:
+    def folder(name: str, rows: list[tuple[str, str]]) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        (path / "d.jsonl").write_text(
+            "".join(json.dumps({"_id": i, "title": "", "text": t.upper()}) + "\n" for i, t in rows), "utf-8"
+        )
+        return path
+
+    full = tmp_path / "full"
+    IndexBuilder(full, BuildConfig(embedding_model=None)).build(folder("all", ABSTRACTS))
+    step = tmp_path / "step"
+    builder = IndexBuilder(step, BuildConfig(embedding_model=None))
+    builder.build(folder("first", ABSTRACTS[:3]))
+    builder.add(folder("rest", ABSTRACTS[3:]))
+    builder.delete(["e"])
+    IndexBuilder(tmp_path / "less", BuildConfig(embedding_model=None)).build(folder("less", ABSTRACTS[:4]))
+
+    def concepts(index_dir: Path) -> dict[str, list[str]]:
+        graph, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
+        return {e.name: sorted(e.chunk_ids) for e in graph.entities if e.concept}
+
+    assert concepts(step) == concepts(tmp_path / "less")
+    assert "SUBSTANTIA NIGRA" in concepts(step)
+    assert np.all([len(v) >= 2 for v in concepts(full).values()])
