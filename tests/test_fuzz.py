@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 import schemathesis
 
-# schemathesis imports its OpenAPI loaders lazily, inside `from_asgi`; pytest's assertion rewriting then
-# compiles them deep inside a running test, where CPython 3.11.7's compiler intermittently fails with
-# "SystemError: AST constructor recursion depth mismatch" (seen in CI). Importing them here, at collection,
-# compiles them at a shallow stack.
+# schemathesis imports its OpenAPI loaders and its transports lazily (inside `from_asgi`, and inside the first
+# `case.call()`); pytest's assertion rewriting then compiles them deep inside a running test, where CPython
+# 3.11.7's compiler intermittently fails with "SystemError: AST constructor recursion depth mismatch" (seen in
+# CI and here). Importing them here, at collection, compiles them at a shallow stack.
 import schemathesis.specs.openapi.schemas
+import schemathesis.transport.asgi
+import schemathesis.transport.requests
+import schemathesis.transport.wsgi
 from hypothesis import HealthCheck, given, settings
 
 from hybridrag.http.app import create_app
