@@ -102,7 +102,7 @@ def test_a_query_about_nothing_in_the_corpus_comes_back_empty(client: TestClient
 
 @pytest.mark.parametrize("text", ["How did Sony start?", "トヨタの歴史", "What did Ada Lovelace write?"])
 def test_ordinary_questions_on_a_small_corpus_are_not_cut(client: TestClient, text: str) -> None:
-    """The sample is twenty chunks: evidence that follows the corpus' size (most words of a question absent
+    """The sample is fourteen chunks: evidence that follows the corpus' size (most words of a question absent
     from it) must not read as junk."""
     data = _search(client, {"text": text})
     assert data["results"] and data["results"][0]["score"] >= 0.3
