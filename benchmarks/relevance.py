@@ -63,11 +63,6 @@ class Search:
     def own(self) -> bool:
         return self.source == self.index
 
-    @property
-    def on_topic(self) -> bool:
-        """A judged-relevant document among the first TOP documents."""
-        return bool(set(first_documents(self.docs, TOP)) & set(self.relevant))
-
 
 def first_documents(docs: Iterable[str | None], n: int) -> list[str]:
     out: list[str] = []
