@@ -82,6 +82,14 @@ DatasetOpt = Annotated[
     Path, typer.Option("--dataset", help="BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/)")
 ]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")]
+# The options the speed and cost benchmarks share (a dev set's queries over its index and synthetic ones).
+IndexedDatasetOpt = Annotated[
+    Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
+]
+QuerySplitOpt = Annotated[str, typer.Option(help="qrels split whose queries are used")]
+SyntheticOpt = Annotated[
+    int, typer.Option(min=0, help="Also the synthetic corpus of this many chunks (0: skip)")
+]
 
 
 @bench_app.command("quality")
@@ -171,9 +179,7 @@ def bench_relevance(
         ),
     ] = False,
     random_queries: Annotated[int, typer.Option(min=0, help="Strings of random words per index")] = 200,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
-    ] = None,
+    out: OutOpt = None,
 ) -> None:
     """Does `minRelevance` drop off-topic searches and keep answers? Recall@10 with the default cut against
     none, off-topic searches left empty, calibration (ECE, reliability) per dev set."""
@@ -240,9 +246,7 @@ def bench_entities(
         bool,
         typer.Option("--rules-only", help="Name entities by the rules alone (no typer, no taggers)"),
     ] = False,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
-    ] = None,
+    out: OutOpt = None,
 ) -> None:
     """Untyped and typed F1 of the index's entity extraction, overall and per type, per casing."""
     from hybridrag.benchmarks.common import CASINGS, RESULTS, write_results
@@ -263,18 +267,12 @@ def bench_entities(
 
 @bench_app.command("graph")
 def bench_graph(
-    dataset: Annotated[
-        Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
-    ],
-    split: Annotated[str, typer.Option(help="qrels split whose queries are used")] = "test",
-    synthetic_chunks: Annotated[
-        int, typer.Option(min=0, help="Also measure the synthetic corpus of this many chunks (0: skip)")
-    ] = 100_000,
+    dataset: IndexedDatasetOpt,
+    split: QuerySplitOpt = "test",
+    synthetic_chunks: SyntheticOpt = 100_000,
     max_queries: Annotated[int, typer.Option(min=1, help="Queries per index")] = 200,
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
-    ] = None,
+    out: OutOpt = None,
 ) -> None:
     """Graph size, load time, build stage and the graph stage of a search (seed / walk / total), in process."""
     offline()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hybridrag.cli.bench import bench_app
+from hybridrag.cli.bench import OutOpt, bench_app
 from hybridrag.cli.commands import ModelOpt, offline
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
 
@@ -17,9 +17,7 @@ def bench_build(
     source: Annotated[Path, typer.Argument(help="Folder or corpus.jsonl to build")],
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     chunk_size: Annotated[int, typer.Option(min=50)] = 800,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
-    ] = None,
+    out: OutOpt = None,
 ) -> None:
     """Seconds and documents/s per build stage, and the index size on disk (built in a temporary folder)."""
     offline()
@@ -42,9 +40,7 @@ def bench_documents(
     split: Annotated[str, typer.Option(help="qrels split whose queries are searched")] = "test",
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
     searches: Annotated[int, typer.Option(min=10, help="Searches alone and during writes")] = 100,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
-    ] = None,
+    out: OutOpt = None,
 ) -> None:
     """Documents per second through the documents API (1, 10, 100 per request) and search latency while
     writes run, against search alone, in one service."""
@@ -139,9 +135,7 @@ def bench_scaleout(
         int, typer.Option(min=1, help="Rows per vector-table fragment an actor writes to the bucket")
     ] = 4096,
     embedding_model: ModelOpt = "minilm",
-    out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
-    ] = None,
+    out: OutOpt = None,
 ) -> None:
     """Ray build (head + 2 workers) to an S3-protocol bucket vs a local build, and two replicas following it
     through a rebuild under load. Runs itself in a network namespace with loopback alone (root)."""

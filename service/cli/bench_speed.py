@@ -8,20 +8,24 @@ from typing import Annotated, Any
 
 import typer
 
-from hybridrag.cli.bench import _queries_and_indexes, bench_app, synthetic_index
+from hybridrag.cli.bench import (
+    IndexedDatasetOpt,
+    OutOpt,
+    QuerySplitOpt,
+    SyntheticOpt,
+    _queries_and_indexes,
+    bench_app,
+    synthetic_index,
+)
 from hybridrag.cli.commands import ModelOpt, offline
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
 
 
 @bench_app.command("latency")
 def bench_latency(
-    dataset: Annotated[
-        Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
-    ],
+    dataset: IndexedDatasetOpt,
     split: Annotated[str, typer.Option(help="qrels split whose queries are sent")] = "test",
-    synthetic_chunks: Annotated[
-        int, typer.Option(min=0, help="Also measure a synthetic corpus of this many chunks (0: skip)")
-    ] = 100_000,
+    synthetic_chunks: SyntheticOpt = 100_000,
     levels: Annotated[str, typer.Option(help="Concurrent clients, comma-separated")] = "1,4,16",
     strategies: Annotated[
         str, typer.Option(help="Comma-separated strategies")
@@ -158,18 +162,12 @@ def bench_load(
 
 @bench_app.command("profile")
 def bench_profile(
-    dataset: Annotated[
-        Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
-    ],
-    split: Annotated[str, typer.Option(help="qrels split whose queries are used")] = "test",
-    synthetic_chunks: Annotated[
-        int, typer.Option(min=0, help="Also profile the synthetic corpus of this many chunks (0: skip)")
-    ] = 100_000,
+    dataset: IndexedDatasetOpt,
+    split: QuerySplitOpt = "test",
+    synthetic_chunks: SyntheticOpt = 100_000,
     max_queries: Annotated[int, typer.Option(min=1, help="Queries per index")] = 200,
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
-    ] = None,
+    out: OutOpt = None,
 ) -> None:
     """Where a hybrid search's milliseconds go: classify, embed, each retriever, fusion, response."""
     offline()
@@ -187,18 +185,12 @@ def bench_profile(
 
 @bench_app.command("vectors")
 def bench_vectors(
-    dataset: Annotated[
-        Path, typer.Option("--dataset", help="BEIR-layout folder: its queries, and its corpus indexed")
-    ],
-    split: Annotated[str, typer.Option(help="qrels split whose queries are used")] = "test",
-    synthetic_chunks: Annotated[
-        int, typer.Option(min=0, help="Also the synthetic corpus of this many chunks (0: skip)")
-    ] = 100_000,
+    dataset: IndexedDatasetOpt,
+    split: QuerySplitOpt = "test",
+    synthetic_chunks: SyntheticOpt = 100_000,
     max_queries: Annotated[int, typer.Option(min=1, help="Queries per index")] = 300,
     embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="JSON file (a .md table is written beside it)")
-    ] = None,
+    out: OutOpt = None,
 ) -> None:
     """In-memory vector search, exact vs two-stage (projected scan + exact rescoring): recall, milliseconds."""
     offline()
