@@ -39,20 +39,20 @@ def walk_matrices(
     rows: list[int] = []
     cols: list[int] = []
     weights: list[float] = []
-    pair_keys: list[int] = []
-    for r in graph.relations:
-        a, b = index[r.source], index[r.target]
-        rows += [a, b]
-        cols += [b, a]
-        weights += [RELATION_WEIGHT * r.count] * 2
-        pair_keys.append(min(a, b) * ne + max(a, b))
-    synonym_keys: list[int] = []
-    for syn in graph.synonyms:
-        a, b = index[syn.source], index[syn.target]
-        rows += [a, b]
-        cols += [b, a]
-        weights += [SYNONYM_WEIGHT * syn.similarity] * 2
-        synonym_keys.append(min(a, b) * ne + max(a, b))
+
+    def both_ways(a: int, b: int, weight: float) -> int:
+        """Add the edge a-b in both directions; its pair key."""
+        rows.extend((a, b))
+        cols.extend((b, a))
+        weights.extend((weight, weight))
+        return min(a, b) * ne + max(a, b)
+
+    pair_keys = [
+        both_ways(index[r.source], index[r.target], RELATION_WEIGHT * r.count) for r in graph.relations
+    ]
+    synonym_keys = [
+        both_ways(index[s.source], index[s.target], SYNONYM_WEIGHT * s.similarity) for s in graph.synonyms
+    ]
     entity, chunk, to_entity, to_chunk = _mention_edges(graph, order)
     n = ne + len(order)
     directed = sparse.csr_matrix(  # duplicates add up
