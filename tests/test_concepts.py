@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from conftest import jsonl_corpus
 
 from hybridrag.indexing.analysis.concepts import corpus_concepts
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
@@ -111,12 +112,7 @@ def test_the_walk_follows_specific_concepts_more_than_common_ones() -> None:
 
 def test_an_incremental_add_gives_the_concepts_a_full_build_gives(tmp_path: Path) -> None:
     def folder(name: str, rows: list[tuple[str, str]]) -> Path:
-        path = tmp_path / name
-        path.mkdir()
-        (path / "d.jsonl").write_text(
-            "".join(json.dumps({"_id": i, "title": "", "text": t.upper()}) + "\n" for i, t in rows), "utf-8"
-        )
-        return path
+        return jsonl_corpus(tmp_path / name, [{"_id": i, "title": "", "text": t.upper()} for i, t in rows])
 
     full = tmp_path / "full"
     IndexBuilder(full, BuildConfig(embedding_model=None)).build(folder("all", ABSTRACTS))

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import jsonl_corpus
 from fastapi.testclient import TestClient
 
 from hybridrag.indexing.analysis.analyzers import Analyzer
@@ -893,20 +894,12 @@ def test_japanese_node_only_names_survive_an_incremental_add_as_a_full_build_mak
         {"_id": "b", "title": "工場", "text": "王子製紙釧路工場で働いた。"},
     ]
 
-    def folder(name: str, rows: list[dict[str, str]]) -> Path:
-        path = tmp_path / name
-        path.mkdir()
-        (path / "d.jsonl").write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8"
-        )
-        return path
-
     full = tmp_path / "full"
-    IndexBuilder(full, BuildConfig(embedding_model=None)).build(folder("both", docs))
+    IndexBuilder(full, BuildConfig(embedding_model=None)).build(jsonl_corpus(tmp_path / "both", docs))
     step = tmp_path / "step"
     builder = IndexBuilder(step, BuildConfig(embedding_model=None))
-    builder.build(folder("first", docs[:1]))
-    builder.add(folder("second", docs[1:]))
+    builder.build(jsonl_corpus(tmp_path / "first", docs[:1]))
+    builder.add(jsonl_corpus(tmp_path / "second", docs[1:]))
 
     def state(index_dir: Path) -> tuple[set[tuple[str, str]], dict[str, list[str]], set[tuple[str, bool]]]:
         path = versions.current_version(index_dir).path
