@@ -317,15 +317,15 @@ def per_index(
                     seen.add(d)
                     item_probs.append(r)
                     item_labels.append(1.0 if d in s.relevant else 0.0)
-        empty = {}
-        for source in sorted({s.source for s in off}):
-            group = [s for s in off if s.source == source]
-            empty[source] = sum(1 for s in group if not any(r >= cut for r in relevances(model, s))) / len(
-                group
-            )
-        for s in off:
-            q_probs.append(relevances(model, s)[0] if s.fused else 0.0)
-            q_labels.append(0.0)
+        # A search's relevances fall from its first (the fused order), so it is empty when its first is cut.
+        first = [relevances(model, s)[0] if s.fused else 0.0 for s in off]
+        q_probs += first
+        q_labels += [0.0] * len(off)
+        emptied = [p < cut for p in first]
+        empty = {
+            source: float(np.mean([e for s, e in zip(off, emptied, strict=True) if s.source == source]))
+            for source in sorted({s.source for s in off})
+        }
         search_ece, table = ece(q_probs, q_labels)
         item_ece, item_table = ece(item_probs, item_labels)
         n = max(1, len(own))
@@ -337,9 +337,7 @@ def per_index(
             "ndcg10": round(ndcg_before / n, 4),
             "ndcg10Cut": round(ndcg_after / n, 4),
             "offTopicEmpty": {k: round(v, 3) for k, v in empty.items()},
-            "offTopicEmptyAll": round(
-                sum(1 for s in off if not any(r >= cut for r in relevances(model, s))) / max(1, len(off)), 3
-            ),
+            "offTopicEmptyAll": round(sum(emptied) / max(1, len(off)), 3),
             "searchEce": round(search_ece, 4),
             "searchReliability": table,
             "resultEce": round(item_ece, 4),
