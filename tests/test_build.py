@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -62,6 +63,15 @@ def corpus(tmp_path: Path) -> Path:
     return write_corpus(tmp_path / "src")
 
 
+def digests(folder: Path) -> dict[str, str]:
+    """Every file under `folder` by its path and a hash of its bytes."""
+    return {
+        str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(folder.rglob("*"))
+        if f.is_file()
+    }
+
+
 def build(index_dir: Path, source: Path, embedder) -> versions.IndexVersion:  # type: ignore[no-untyped-def]
     IndexBuilder(index_dir, MINILM, embedder=embedder).build(source)
     return versions.current_version(index_dir)
@@ -103,6 +113,7 @@ def test_rebuild_is_idempotent(tmp_path: Path, corpus: Path, embedder) -> None: 
 def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     index_dir = tmp_path / "idx"
     v1 = build(index_dir, corpus, embedder)
+    served = digests(v1.path)
     extra = tmp_path / "extra"
     extra.mkdir()
     (extra / "new.jsonl").write_text(
@@ -127,10 +138,13 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
     assert vectors._table.count_rows() == len(chunk_docs)
     assert vectors._table.count_rows("doc_id = 'j1'") == 1
     # The version served before the update was not modified (hard links are never written through).
+    assert digests(v1.path) == served
     assert read_table(v1.path / DOCUMENTS).num_rows == 5
     assert VectorIndex(v1.path / "vectors", 384)._table.count_rows() < len(chunk_docs)
 
+    served = digests(v2.path)
     IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["j1", "n1"])
+    assert digests(v2.path) == served
     v3 = versions.current_version(index_dir)
     assert v3.manifest["counts"]["documents"] == 4
     assert "j1" not in read_table(v3.path / CHUNKS).column("doc_id").to_pylist()

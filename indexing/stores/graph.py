@@ -125,13 +125,14 @@ class GraphData:
             "communities": [asdict(c) for c in self.communities],
             "synonyms": [asdict(s) for s in self.synonyms],
         }
+        # The folder may be a hard-linked copy of the served version's: every file is unlinked before it is
+        # written (a new inode, never the served one rewritten), and files this graph has none of must go.
+        for name in (GRAPH_JSON, COMMUNITY_VECTORS, ENTITY_VECTORS):
+            (folder / name).unlink(missing_ok=True)
         (folder / GRAPH_JSON).write_text(json.dumps(data, ensure_ascii=False), "utf-8")
-        # The folder may be a copy of the previous version's: files this graph has none of must go.
         for name, vectors in ((COMMUNITY_VECTORS, community_vectors), (ENTITY_VECTORS, entity_vectors)):
             if vectors is not None:
                 np.save(folder / name, vectors.astype(np.float32), allow_pickle=False)
-            else:
-                (folder / name).unlink(missing_ok=True)
 
     def to_networkx(self) -> Any:
         """The graph as a networkx Graph (node and edge attributes included), for analysis and export.
