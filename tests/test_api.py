@@ -405,3 +405,22 @@ def test_an_index_built_without_embeddings_is_served_with_the_matching_setting(
     assert any(n["stage"] == "semantic" and n["status"] == "skipped" for n in hits["notes"]), hits["notes"]
     only = httpx.post(f"{url}/v1/search", json={"text": "Sony", "options": {"strategies": ["semantic"]}})
     assert only.status_code == 200 and only.json()["results"] == []
+
+
+def test_each_component_is_handed_its_group_of_the_settings() -> None:
+    """One flat `HYBRIDRAG_*` surface; the app, the engine, the index and the writer each see only their group."""
+    from dataclasses import fields
+
+    from hybridrag.pipeline.settings import HttpSettings, IndexSettings, SearchSettings, WriterSettings
+
+    settings = Settings(  # type: ignore[call-arg]
+        port=9001, cors_origins=["https://a.example"], documents_batch_max=7, search_budget_s=3.0, _env_file=None
+    )
+    assert settings.http.port == 9001 and settings.http.cors_origins == ("https://a.example",)
+    assert settings.http.base_url == settings.search.base_url == "http://127.0.0.1:9001"
+    assert settings.writer.documents_batch_max == 7 and settings.search.search_budget_s == 3.0
+    assert settings.index.index_dir == settings.index_dir
+    # Every setting belongs to a group (or to start-up: logging, where the index comes from).
+    grouped = {f.name for g in (HttpSettings, SearchSettings, IndexSettings, WriterSettings) for f in fields(g)}
+    start_up = {"log_level", "log_json", "public_base_url", "rerank_models"}
+    assert set(Settings.model_fields) - grouped == start_up

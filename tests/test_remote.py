@@ -419,12 +419,12 @@ def test_the_documents_writer_publishes_to_the_bucket(bucket_url: str, tmp_path:
     """A replica following a bucket takes writes through the documents API: each batch is a version built on
     the mirror and uploaded (current moved last), and the replica serves it."""
     from hybridrag.schemas.documents import DocumentIn
-    from hybridrag.writes.writer import writer_for
 
     _build(bucket_url, tmp_path / "builder-cache", embedder)
     engine, app = _replica(bucket_url, tmp_path / "cache", embedder)
     with TestClient(app) as client:
-        writer = writer_for(engine.settings, engine)
+        writer = app.state.writer  # writer_for's, not started: the service has no write key
+        index = engine.index_settings
         task = writer.submit_documents([DocumentIn(id="kintaikyo", title="Kintaikyo Bridge", text=EXTRA_DOC)])
         assert writer.run_once() == 1
         done = writer.store.get(task.task_id)
@@ -433,4 +433,4 @@ def test_the_documents_writer_publishes_to_the_bucket(bucket_url: str, tmp_path:
         assert engine.index.version_name == done.index_version
         assert _top_title(client, "wooden arch bridge over the Nishiki River") == "Kintaikyo Bridge"
     # The tasks live beside the mirror, not in it: a sync of the mirror never touches them.
-    assert writer.store.folder.parent.name == "tasks" and not (engine.settings.index_dir / ".tasks").exists()
+    assert writer.store.folder.parent.name == "tasks" and not (index.index_dir / ".tasks").exists()

@@ -41,8 +41,8 @@ def create_app(
 
         def start() -> None:
             engine.start()
-            if settings.reload_interval_s > 0:
-                engine.watch(settings.reload_interval_s)
+            if settings.index.reload_interval_s > 0:
+                engine.watch(settings.index.reload_interval_s)
             if settings.write_api_key is not None:
                 app.state.writer.start()
 
@@ -63,21 +63,21 @@ def create_app(
         # behind a proxy that passes Host on); a path with a stray slash is a 404 problem like any other.
         redirect_slashes=False,
     )
+    http = settings.http
+    app.state.http = http
     app.state.engine = engine
-    app.state.writer = writer_for(settings, engine)
-    app.state.metrics = Metrics() if settings.metrics_enabled else None
+    app.state.writer = writer_for(settings.writer, settings.index, engine)
+    app.state.metrics = Metrics() if http.metrics_enabled else None
     app.state.limiter = (
-        RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
-        if settings.rate_limit_per_s
-        else None
+        RateLimiter(http.rate_limit_per_s, http.rate_limit_burst) if http.rate_limit_per_s else None
     )
     if app.state.metrics is not None:
         app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
-    if settings.cors_origins:
+    if http.cors_origins:
         # Off unless origins are configured: a browser page elsewhere should not call us by default.
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=settings.cors_origins,
+            allow_origins=list(http.cors_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type", "X-API-Key", "X-Request-ID", "Accept-Language"],
             expose_headers=["X-Request-ID", "Retry-After"],

@@ -1,4 +1,4 @@
-"""FastAPI dependencies: the engine from app.state, the caller's language, the optional API key.
+"""FastAPI dependencies: the engine and the HTTP settings from app.state, the caller's language, the API keys.
 
 They are `async def` although none of them awaits: FastAPI runs a plain `def` dependency in its thread
 pool, and four hand-offs per search cost milliseconds under load. Each does only dictionary and header
@@ -17,12 +17,18 @@ from hybridrag.http.problems import ProblemError
 from hybridrag.http.ratelimit import caller_key, retry_after
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.loaded_index import LoadedIndex
+from hybridrag.pipeline.settings import HttpSettings
 from hybridrag.schemas.errors import Language, pick_language
 
 
 async def get_engine(request: Request) -> SearchEngine:
     engine: SearchEngine = request.app.state.engine
     return engine
+
+
+async def get_http(request: Request) -> HttpSettings:
+    http: HttpSettings = request.app.state.http
+    return http
 
 
 async def get_language(request: Request) -> Language:
@@ -43,30 +49,29 @@ def _matches(given: str, key: SecretStr | None) -> bool:
     )
 
 
-async def require_api_key(request: Request, engine: Annotated[SearchEngine, Depends(get_engine)]) -> None:
+async def require_api_key(request: Request, http: Annotated[HttpSettings, Depends(get_http)]) -> None:
     """When an API key is configured, accept `Authorization: Bearer <key>` or `X-API-Key: <key>` (the write
     key may search too)."""
-    key = engine.settings.api_key
+    key = http.api_key
     if key is None:
         return
     given = presented_key(request)
-    if not (_matches(given, key) or _matches(given, engine.settings.write_api_key)):
+    if not (_matches(given, key) or _matches(given, http.write_api_key)):
         raise ProblemError(401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"})
 
 
-async def require_write_key(request: Request, engine: Annotated[SearchEngine, Depends(get_engine)]) -> None:
+async def require_write_key(request: Request, http: Annotated[HttpSettings, Depends(get_http)]) -> None:
     """Writes need the write key: 403 when none is configured (writes are off) or the key may only search,
     401 when no valid key was sent."""
-    settings = engine.settings
-    if settings.write_api_key is None:
+    if http.write_api_key is None:
         raise ProblemError(
             403,
             "writes are disabled on this service: set HYBRIDRAG_WRITE_API_KEY to enable the documents API",
         )
     given = presented_key(request)
-    if _matches(given, settings.write_api_key):
+    if _matches(given, http.write_api_key):
         return
-    if _matches(given, settings.api_key):
+    if _matches(given, http.api_key):
         raise ProblemError(403, "this key may search but not write: use the write key")
     raise ProblemError(401, "a valid write key is required", headers={"WWW-Authenticate": "Bearer"})
 
@@ -92,4 +97,5 @@ async def get_index(engine: Annotated[SearchEngine, Depends(get_engine)]) -> Loa
 
 EngineDep = Annotated[SearchEngine, Depends(get_engine)]
 IndexDep = Annotated[LoadedIndex, Depends(get_index)]
+HttpDep = Annotated[HttpSettings, Depends(get_http)]
 LanguageDep = Annotated[Language, Depends(get_language)]

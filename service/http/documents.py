@@ -16,7 +16,7 @@ from starlette.datastructures import UploadFile
 
 from hybridrag.http.bodies import bounded_body, is_json, media_type, parse_body, require_utf8
 from hybridrag.http.deps import (
-    EngineDep,
+    HttpDep,
     IndexDep,
     LanguageDep,
     rate_limit,
@@ -25,6 +25,7 @@ from hybridrag.http.deps import (
 )
 from hybridrag.http.problems import Problem, ProblemError, echo, field_error
 from hybridrag.pipeline.response import document_url
+from hybridrag.pipeline.settings import HttpSettings
 from hybridrag.schemas.documents import (
     AddDocumentsRequest,
     ChunkDetail,
@@ -82,7 +83,7 @@ def _accepted(task: WriteTask) -> Response:
     },
 )
 async def add_documents(request: Request, lang: LanguageDep) -> Response:
-    settings = request.app.state.engine.settings
+    settings: HttpSettings = request.app.state.http
     writer = _writer(request)
     limit = settings.documents_max_per_request
     ctype = media_type(request)
@@ -184,7 +185,7 @@ def _json(model: DocumentDetail | ChunkDetail) -> Response:
     response_model=DocumentDetail,
     responses=_ERRORS,
 )
-async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> Response:
+async def get_document(doc_id: str, http: HttpDep, index: IndexDep) -> Response:
     doc = index.documents.get(doc_id)
     if doc is None:
         raise ProblemError(404, f"no document with id {echo(doc_id)}")
@@ -194,7 +195,7 @@ async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> Respo
             file_id=doc.file_id,
             title=doc.title,
             text=doc.text,
-            url=doc.url or document_url(engine.settings.base_url, doc.doc_id),
+            url=doc.url or document_url(http.base_url, doc.doc_id),
             source_url=doc.url,
             date=doc.date,
             language=doc.language,
@@ -214,14 +215,14 @@ async def get_document(doc_id: str, engine: EngineDep, index: IndexDep) -> Respo
     response_model=ChunkDetail,
     responses=_ERRORS,
 )
-async def get_chunk(chunk_id: str, engine: EngineDep, index: IndexDep) -> Response:
+async def get_chunk(chunk_id: str, http: HttpDep, index: IndexDep) -> Response:
     chunk = index.chunks.get(chunk_id)
     if chunk is None:
         raise ProblemError(404, f"no chunk with id {echo(chunk_id)}")
     doc = index.documents[chunk.doc_id]
     siblings = index.chunks.of_doc(chunk.doc_id)
     at = next(i for i, c in enumerate(siblings) if c.chunk_id == chunk_id)
-    own = document_url(engine.settings.base_url, doc.doc_id)
+    own = document_url(http.base_url, doc.doc_id)
     return _json(
         ChunkDetail(
             id=chunk.chunk_id,

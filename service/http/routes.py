@@ -12,7 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from hybridrag.http.bodies import parse_body, read_json_body
-from hybridrag.http.deps import EngineDep, IndexDep, LanguageDep, rate_limit, require_api_key
+from hybridrag.http.deps import EngineDep, HttpDep, IndexDep, LanguageDep, rate_limit, require_api_key
 from hybridrag.http.metrics import CONTENT_TYPE
 from hybridrag.http.problems import Problem, ProblemError, field_error
 from hybridrag.pipeline.errors import InvalidSearch
@@ -87,8 +87,8 @@ def _observe(request: Request, result: SearchResult) -> None:
     responses=_ERRORS,
     openapi_extra=_SEARCH_BODY,
 )
-async def search(request: Request, engine: EngineDep, lang: LanguageDep) -> Response:
-    body = await read_json_body(request, engine.settings.max_body_bytes)
+async def search(request: Request, engine: EngineDep, http: HttpDep, lang: LanguageDep) -> Response:
+    body = await read_json_body(request, http.max_body_bytes)
     search_request = await run_in_threadpool(parse_body, body, lang, SearchRequest)
     # The pipeline's errors (not ready, invalid for this index) become problems in `http.problems`.
     result = await run_in_threadpool(engine.search, search_request, request.state.request_id)
@@ -119,10 +119,12 @@ api.add_api_route(
         }
     },
 )
-async def search_batch(request: Request, engine: EngineDep, index: IndexDep, lang: LanguageDep) -> Response:
+async def search_batch(
+    request: Request, engine: EngineDep, index: IndexDep, http: HttpDep, lang: LanguageDep
+) -> Response:
     """Every sub-query is answered from `index`, one version, even if `current` switches meanwhile."""
     started = time.perf_counter()
-    body = await read_json_body(request, engine.settings.max_body_bytes)
+    body = await read_json_body(request, http.max_body_bytes)
     batch = await run_in_threadpool(parse_body, body, lang, BatchSearchRequest)
     rid = request.state.request_id
 

@@ -75,7 +75,7 @@ class SearchEngine(IndexLifecycle):
         loaded version (a batch answers every sub-query from one version even if a swap happens meanwhile).
         """
         if deadline is None:
-            deadline = time.perf_counter() + self.settings.search_budget_s
+            deadline = time.perf_counter() + self.search_settings.search_budget_s
         plan = self._plan(request, index or self.index, min_depth, precomputed)
         retrieved, timings, probes = run_retrievers(
             self._pool, plan.index, plan.active, plan.query, plan.depth, deadline, plan.notes
@@ -85,7 +85,7 @@ class SearchEngine(IndexLifecycle):
         probability = (
             None  # it asks about the collection as a whole: its words need not be the corpus' own
             if plan.query.query_type == "global"
-            else self._relevance.probability(self.settings.embedding_model, evidence)
+            else self._relevance.probability(self.search_settings.embedding_model, evidence)
         )
         top = fused[0].score if fused else 0.0
         min_rel = request.filters.min_relevance
@@ -184,7 +184,7 @@ class SearchEngine(IndexLifecycle):
         # its weight kept in the normaliser would only shrink every score.
         rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items() if r.candidates}
         evidence = None
-        if (request.fusion or self.settings.fusion) == "score-rrf":
+        if (request.fusion or self.search_settings.fusion) == "score-rrf":
             evidence = {
                 name: list_evidence(retrieved[name].candidates, retrieved[name].ratio_scores)
                 for name in rankings
@@ -197,7 +197,7 @@ class SearchEngine(IndexLifecycle):
 
     def _check_rerank_model(self, request: SearchRequest) -> None:
         """A request may name only a cross-encoder from the server's allow-list."""
-        allowed = self.settings.rerank_sources
+        allowed = self.search_settings.rerank_sources
         if "model" in request.rerank_config.model_fields_set and request.rerank_config.model not in allowed:
             raise InvalidSearch(
                 "rerankConfig.model", "rerank_model_not_allowed", {"allowed": ", ".join(sorted(allowed))}
@@ -216,13 +216,13 @@ class SearchEngine(IndexLifecycle):
         name = (
             request.rerank_config.model
             if "model" in request.rerank_config.model_fields_set
-            else self.settings.rerank_model
+            else self.search_settings.rerank_model
         )
         if time.perf_counter() >= deadline:
             ranking.notes.append(StageNote(stage="rerank", status="skipped", reason="time budget exceeded"))
             return {}
         try:
-            reranker = self._rerankers.get(name, self.settings.rerank_sources.get(name))
+            reranker = self._rerankers.get(name, self.search_settings.rerank_sources.get(name))
         except RerankerUnavailable as exc:
             ranking.notes.append(StageNote(stage="rerank", status="skipped", reason=str(exc)))
             return {}
@@ -241,7 +241,7 @@ class SearchEngine(IndexLifecycle):
         if reranked:
             source = "rerank"
         elif "semantic" in ranking.retrieved:
-            source = self.settings.embedding_model
+            source = self.search_settings.embedding_model
         else:
             source = "keyword"
             ranking.notes.append(
@@ -285,7 +285,7 @@ class SearchEngine(IndexLifecycle):
         self._check_rerank_model(request)
         if precomputed is None and self.needs_vector(request):
             precomputed = self.embed_queries([request.text])[0]
-        deadline = started + self.settings.search_budget_s
+        deadline = started + self.search_settings.search_budget_s
         with self._admission.held(max(0.0, deadline - time.perf_counter())):
             return self._answer(request, request_id, index, precomputed, started, deadline)
 
@@ -315,7 +315,9 @@ class SearchEngine(IndexLifecycle):
         page = [replace(f, score=ranking.relevance.get(f.id, f.score)) for f in kept[start:end]]
         query_tokens = set(ranking.query_terms)
         items = [
-            result_item(index, rows, f, by_strategy, query_tokens, request, self.settings.base_url, trace)
+            result_item(
+                index, rows, f, by_strategy, query_tokens, request, self.search_settings.base_url, trace
+            )
             for f in page
         ]
         for item in items:

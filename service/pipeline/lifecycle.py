@@ -70,7 +70,8 @@ class IndexLifecycle:
     """Owns the loaded index, the models and the retriever thread pool; `SearchEngine` adds the search."""
 
     def __init__(self, settings: Settings, embedder: Embedder | None = None) -> None:
-        self.settings = settings
+        self.search_settings = settings.search
+        self.index_settings = settings.index
         self._embedder = embedder
         self._index: LoadedIndex | None = None
         self._reload_lock = threading.Lock()
@@ -79,46 +80,48 @@ class IndexLifecycle:
         self._refused_remote: str | None = None
         self._rerankers = RerankerPool()
         self._relevance = RelevanceModel.load()
-        self._admission = Admission(settings.max_concurrent_searches or os.cpu_count() or 1)
+        self._admission = Admission(self.search_settings.max_concurrent_searches or os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(
-            max_workers=settings.search_threads,
+            max_workers=self.search_settings.search_threads,
             thread_name_prefix="retriever",
             initializer=limit_scan_threads,
-            initargs=(settings.scan_threads,),
+            initargs=(self.search_settings.scan_threads,),
         )
         self.components: dict[str, ComponentStatus] = {
             "index": ComponentStatus(False, "not loaded"),
             "embedder": ComponentStatus(False, "not loaded"),
         }
-        if settings.index_url is not None:
+        if self.index_settings.index_url is not None:
             self.components["storage"] = ComponentStatus(False, "not contacted yet", required=False)
 
     # -- lifecycle
     def start(self) -> None:
         """Load models and the index; failures are recorded per component, never raised."""
-        if self.settings.malloc_arenas:
-            limit_malloc_arenas(self.settings.malloc_arenas)
-        if self.settings.blas_threads:
+        if self.search_settings.malloc_arenas:
+            limit_malloc_arenas(self.search_settings.malloc_arenas)
+        if self.search_settings.blas_threads:
             from threadpoolctl import threadpool_limits
 
             # Process-wide by nature (BLAS has one pool); measured: semantic search at 100k chunks 73 -> 47 ms.
-            threadpool_limits(limits=self.settings.blas_threads, user_api="blas")
+            threadpool_limits(limits=self.search_settings.blas_threads, user_api="blas")
         # The retriever threads set theirs as they start; this one serves searches run in the caller's thread.
-        limit_scan_threads(self.settings.scan_threads)
-        if self.settings.embedding_model == NO_EMBEDDING_MODEL and self._embedder is None:
+        limit_scan_threads(self.search_settings.scan_threads)
+        if self.search_settings.embedding_model == NO_EMBEDDING_MODEL and self._embedder is None:
             # Keyword + graph: a legitimate service of an index built with `--embedding-model none`.
             self.components["embedder"] = ComponentStatus(
                 True, "no embedding model (HYBRIDRAG_EMBEDDING_MODEL=none): semantic search is unavailable"
             )
-        elif self.settings.load_embedder and self._embedder is None:
+        elif self.search_settings.load_embedder and self._embedder is None:
             try:
                 self._embedder = load_embedder(
-                    self.settings.embedding_model, self.settings.encoder, self.settings.model_threads
+                    self.search_settings.embedding_model,
+                    self.search_settings.encoder,
+                    self.search_settings.model_threads,
                 )
                 self._embedder.embed_queries(["warm-up"])
                 encoder = getattr(self._embedder, "encoder", "torch")
                 self.components["embedder"] = ComponentStatus(
-                    True, f"{self.settings.embedding_model} loaded ({encoder})"
+                    True, f"{self.search_settings.embedding_model} loaded ({encoder})"
                 )
             except (ModelUnavailable, OSError, ValueError) as exc:
                 self.components["embedder"] = ComponentStatus(False, str(exc))
@@ -129,11 +132,15 @@ class IndexLifecycle:
         if self._embedder is not None and not isinstance(self._embedder, BatchingEmbedder):
             # Concurrent searches share encoder calls instead of queueing behind a lock one by one.
             self._embedder = BatchingEmbedder(
-                self._embedder, self.settings.query_batch_max, self.settings.query_batch_window_ms / 1000
+                self._embedder,
+                self.search_settings.query_batch_max,
+                self.search_settings.query_batch_window_ms / 1000,
             )
         try:
-            self._rerankers.get(self.settings.rerank_model)
-            self.components["reranker"] = ComponentStatus(True, f"{self.settings.rerank_model} loaded", False)
+            self._rerankers.get(self.search_settings.rerank_model)
+            self.components["reranker"] = ComponentStatus(
+                True, f"{self.search_settings.rerank_model} loaded", False
+            )
         except RerankerUnavailable as exc:
             # Optional: searches still work, and say in their notes that rerank was skipped and why.
             self.components["reranker"] = ComponentStatus(False, str(exc), False)
@@ -146,13 +153,13 @@ class IndexLifecycle:
         Failures never stop the service: a replica that cannot reach the store, or finds the new version
         damaged, keeps serving the version it has and says so in the `storage` component.
         """
-        url = self.settings.index_url
+        url = self.index_settings.index_url
         if url is None:
             return
         served = self._index.version_name if self._index is not None else "nothing"
         try:
             remote = RemoteIndex.open(url)
-            wanted, mirrored = sync_mirror(remote, self.settings.index_dir, refuse=self._refused_remote)
+            wanted, mirrored = sync_mirror(remote, self.index_settings.index_dir, refuse=self._refused_remote)
         except DamagedVersion as exc:
             log.error("remote index version refused: %s", exc)
             self._refused_remote = exc.version
@@ -180,15 +187,15 @@ class IndexLifecycle:
         with self._reload_lock:
             try:
                 loaded = load_index(
-                    self.settings.index_dir,
-                    self.settings.embedding_model,
+                    self.index_settings.index_dir,
+                    self.search_settings.embedding_model,
                     self._embedder,
-                    projected_min_rows=self.settings.projected_min_rows,
-                    release_mapped_every=self.settings.release_mapped_every,
+                    projected_min_rows=self.index_settings.projected_min_rows,
+                    release_mapped_every=self.index_settings.release_mapped_every,
                 )
             except versions.IndexUnavailable as exc:
                 log.error("index unavailable: %s", exc)
-                self._failed_target = versions.current_target(self.settings.index_dir)
+                self._failed_target = versions.current_target(self.index_settings.index_dir)
                 if self._index is None:
                     self.components["index"] = ComponentStatus(False, str(exc))
                 return False
@@ -203,7 +210,7 @@ class IndexLifecycle:
 
     def reload_if_switched(self) -> bool:
         """Reload when `current` points at another version than the one served (and not one that failed)."""
-        target = versions.current_target(self.settings.index_dir)
+        target = versions.current_target(self.index_settings.index_dir)
         served = self._index.version_name if self._index is not None else None
         if target is None or target == served or target == self._failed_target:
             return False

@@ -1,9 +1,15 @@
-"""Service configuration from environment variables prefixed `HYBRIDRAG_` (or a `.env` file)."""
+"""Service configuration from environment variables prefixed `HYBRIDRAG_` (or a `.env` file).
+
+`Settings` is the one flat surface an operator sets (`HYBRIDRAG_<NAME>`); each component is handed only its
+group of it — `http` (the app, its limits and keys), `search` (the engine's models and budgets), `index`
+(where versions are read and how they are mapped) and `writer` (the documents API's batching).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -11,6 +17,73 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
 from hybridrag.indexing.stores.memory_maps import RELEASE_EVERY
 from hybridrag.indexing.stores.remote import default_cache_dir, is_remote, mirror_dir
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """What the HTTP app needs: where it listens, its body limits, keys, rate limit, CORS and metrics."""
+
+    host: str
+    port: int
+    header_timeout_s: float
+    keep_alive_s: float
+    max_body_bytes: int
+    documents_max_body_bytes: int
+    documents_max_per_request: int
+    documents_max_file_bytes: int
+    api_key: SecretStr | None
+    write_api_key: SecretStr | None
+    rate_limit_per_s: float | None
+    rate_limit_burst: int
+    cors_origins: tuple[str, ...]
+    metrics_enabled: bool
+    base_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    """What the search engine needs: its models, its budget, fusion and its threads."""
+
+    embedding_model: str
+    encoder: Literal["torch", "onnx", "auto"]
+    load_embedder: bool
+    model_threads: int
+    query_batch_max: int
+    query_batch_window_ms: float
+    rerank_model: str
+    rerank_sources: dict[str, str]
+    search_budget_s: float
+    fusion: Literal["score-rrf", "rrf"]
+    search_threads: int
+    max_concurrent_searches: int | None
+    blas_threads: int
+    scan_threads: int
+    malloc_arenas: int
+    base_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    """Where the served index lives (a folder, or the mirror of a bucket) and how its versions are read."""
+
+    index_dir: Path
+    index_url: str | None
+    cache_dir: Path
+    reload_interval_s: float
+    projected_min_rows: int
+    release_mapped_every: int
+
+
+@dataclass(frozen=True, slots=True)
+class WriterSettings:
+    """How the documents API's writer batches writes and how long it keeps finished tasks."""
+
+    documents_batch_max: int
+    documents_batch_wait_s: float
+    documents_keep_tasks_s: float
+
+
+_Group = TypeVar("_Group", HttpSettings, SearchSettings, IndexSettings, WriterSettings)
 
 
 class Settings(BaseSettings):
@@ -203,3 +276,23 @@ class Settings(BaseSettings):
     @property
     def base_url(self) -> str:
         return (self.public_base_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    def _group(self, group: type[_Group]) -> _Group:
+        values = {f.name: getattr(self, f.name) for f in fields(group)}
+        return group(**values)
+
+    @property
+    def http(self) -> HttpSettings:
+        return replace(self._group(HttpSettings), cors_origins=tuple(self.cors_origins))
+
+    @property
+    def search(self) -> SearchSettings:
+        return self._group(SearchSettings)
+
+    @property
+    def index(self) -> IndexSettings:
+        return self._group(IndexSettings)
+
+    @property
+    def writer(self) -> WriterSettings:
+        return self._group(WriterSettings)

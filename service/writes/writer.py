@@ -38,7 +38,7 @@ from hybridrag.indexing.documents.sources import (
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.tables import DOCUMENTS, document_from_row, read_table
 from hybridrag.pipeline.lifecycle import IndexLifecycle
-from hybridrag.pipeline.settings import Settings
+from hybridrag.pipeline.settings import IndexSettings, WriterSettings
 from hybridrag.schemas.documents import DocumentIn, DocumentOutcome, WriteTask
 from hybridrag.writes.tasks import TASKS_DIR, TaskStore, initial_outcomes, now, upload_name, write_atomic
 
@@ -359,7 +359,7 @@ def document_from_api(doc: DocumentIn) -> Document:
     return made
 
 
-def writer_for(settings: Settings, engine: IndexLifecycle) -> DocumentWriter:
+def writer_for(settings: WriterSettings, index: IndexSettings, engine: IndexLifecycle) -> DocumentWriter:
     """The documents API's writer for a service: on the index directory, or on the mirror of the followed
     bucket (each version uploaded there); the engine loads every version it publishes at once."""
 
@@ -373,10 +373,10 @@ def writer_for(settings: Settings, engine: IndexLifecycle) -> DocumentWriter:
         "keep_tasks_s": settings.documents_keep_tasks_s,
         "published": published,
     }
-    if settings.index_url is not None:
+    if index.index_url is not None:
         from hybridrag.indexing.stores.remote import remote_workspace
 
-        url, cache = settings.index_url, settings.cache_dir
+        url, cache = index.index_url, index.cache_dir
         kwargs["workspace"] = lambda: remote_workspace(url, cache)
-        kwargs["tasks_dir"] = cache / "tasks" / settings.index_dir.name
-    return DocumentWriter(settings.index_dir, **kwargs)
+        kwargs["tasks_dir"] = cache / "tasks" / index.index_dir.name
+    return DocumentWriter(index.index_dir, **kwargs)
