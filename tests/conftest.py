@@ -20,7 +20,7 @@ import pytest
 SAMPLE = Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus"
 #: The project's seeds and evaluation data, beside the checkout (CI has them; a bare clone does not). Every
 #: test that reads them goes through `shared_path` and `needs_shared`, so a fresh clone skips those tests
-#: with a reason instead of failing (tests/test_layout.py checks that no test builds the path itself).
+#: with a reason instead of failing (tests/service/test_docs.py checks that no test builds the path itself).
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 

@@ -5,7 +5,7 @@
 // cases.json: [{"schema": "searchResultSchema" | "searchQuerySchema", "value": <JSON>}, ...]
 // verdicts.json: [{"success": bool, "issues": [{"path": "...", "message": "...", "code": "..."}]}, ...]
 //
-// Fix-ups, kept small and all listed here (tests/test_zod_contract.py says why each is needed):
+// Fix-ups, kept small and all listed here (tests/contract/test_zod_contract.py says why each is needed):
 //  1. The seed imports branded id schemas (`../branded-schemas`) that it does not include: they are defined
 //     here as plain strings (chunkIdSchema, fileIdSchema, entityIdSchema, communityIdSchema).
 //  2. The seed's customErrorMap misses an opening quote (`{ message: 真偽値である必要があります' }`): added.

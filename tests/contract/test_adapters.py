@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from seed_models import SearchResult as SeedSearchResult
 
 from hybridrag.client import AsyncHybridRagClient, HybridRagClient
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_research_agent_results_validate_against_the_seed_model(live_service: str) -> None:
@@ -202,3 +203,52 @@ def test_example_runs_as_a_script(live_service: str) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert '"covered": true' in out.stdout
+
+
+# Adapter import guards in a client-only install ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client_only_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtual environment with only the client extra's dependencies (pydantic, httpx) and the project's
+    source on its path: what `pip install 'hybridrag[client]'` gives."""
+    venv = tmp_path_factory.mktemp("client-only") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "pydantic>=2.9,<3",
+            "pydantic-settings>=2.5,<3",
+            "httpx>=0.27,<1",
+        ],
+        check=True,
+        timeout=600,
+    )
+    return python
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("module", "extra"),
+    [("langchain", "langchain"), ("llamaindex", "llamaindex"), ("pydantic_ai", "pydantic-ai")],
+)
+def test_adapter_guards_name_their_extra(client_only_python: Path, module: str, extra: str) -> None:
+    code = f"import hybridrag.client.adapters.{module}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([str(client_only_python), "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError:") and f"pip install 'hybridrag[{extra}]'" in last, done.stderr
+    # The client itself imports there, with nothing heavy.
+    done = subprocess.run(
+        [str(client_only_python), "-c", "import hybridrag.client, sys; print('numpy' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.stdout.strip() == "False", done.stderr

@@ -26,7 +26,7 @@ from mcp.client.stdio import stdio_client
 # The SDK renamed the client (1.2x); either name opens the same transport.
 streamable_client = getattr(_streamable, "streamable_http_client", None) or _streamable.streamablehttp_client
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _server_args(url: str, *extra: str) -> list[str]:

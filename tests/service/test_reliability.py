@@ -20,7 +20,7 @@ from hybridrag.indexing.stores import versions
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
 
-SAMPLE = Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus"
+SAMPLE = Path(__file__).resolve().parents[2] / "service" / "cli" / "sample_corpus"
 
 
 def _app(index_dir: Path, embedder: Any = None, **settings: Any) -> Any:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hybridrag"
 
 #: What each sub-package may import from hybridrag besides itself. The order is the layering, bottom up;
@@ -214,3 +215,8 @@ def test_the_wheel_installs_one_top_level_package(tmp_path: Path) -> None:
     base = sorted(r.split()[1].split(">")[0].split("<")[0] for r in requires if ";" not in r)
     assert base == ["pydantic", "pydantic-settings"]
     assert [c.split(">")[0].split("<")[0] for c in client] == ["httpx"]
+
+
+def test_license_is_an_spdx_string() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    assert project["license"] == "MIT"

@@ -182,7 +182,7 @@ def test_latency_against_a_baseline_tree_alternates_two_services(sample_index: P
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "hybridrag").symlink_to(
-        Path(__file__).resolve().parents[1] / "hybridrag", target_is_directory=True
+        Path(__file__).resolve().parents[2] / "hybridrag", target_is_directory=True
     )
     with (
         pytest.raises(ValueError, match="not a hybridrag source tree"),
@@ -253,7 +253,7 @@ def test_swap_under_load_benchmark_sees_both_versions(sample_index: Path, tmp_pa
     index_dir = tmp_path / "index"
     shutil.copytree(sample_index, index_dir, symlinks=True)
     corpus = tmp_path / "corpus"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus", corpus)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "service" / "cli" / "sample_corpus", corpus)
     (corpus / "late.md").write_text("# Late\n\nA document that arrives with the new version.\n", "utf-8")
     report = run_load(index_dir, ["Sony", "新幹線"], "minilm", clients=2, duration_s=2, swap_source=corpus)
     assert report["swap"]["exitCode"] == 0, report["swap"]

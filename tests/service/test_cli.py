@@ -157,7 +157,7 @@ def test_serve_runs_several_workers_on_one_port(sample_index: Path) -> None:
 def test_ray_engine_needs_a_running_clusters_address(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`--engine ray` never starts a cluster itself (Ray would bind every interface of the machine)."""
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    source = Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus"
+    source = Path(__file__).resolve().parents[2] / "service" / "cli" / "sample_corpus"
     runner = CliRunner()
     result = runner.invoke(
         app, ["index", "build", str(source), "--out", str(tmp_path / "i"), "--engine", "ray"]

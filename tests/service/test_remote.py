@@ -317,7 +317,7 @@ def test_a_replica_killed_mid_download_serves_nothing_half_written(
 
 class _InProcessWorkers(RayPassages):
     """The Ray engine's own chunking, extraction, embedding and fragment-writing code, run batch by batch in
-    this process (Ray binds every interface; tests/test_scaleout.py runs the real cluster in a namespace)."""
+    this process (Ray binds every interface; tests/service/test_scaleout.py runs the real cluster in a namespace)."""
 
     def _rows(
         self, docs: Sequence[Document], config: BuildConfig, embed: bool, version: str | None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -47,3 +48,13 @@ def test_search_with_crag(client: TestClient) -> None:
         "/v1/search", json={**body, "options": {**body["options"], "cragEnabled": False}}
     ).json()
     assert off["crag"] is None and all(r["relevance"]["crag"] is None for r in off["results"])
+
+
+def test_a_nonsense_query_is_judged_incorrect_by_crag(live_service: str) -> None:
+    body = {"text": "zzzz qqqq nonexistent", "options": {"cragEnabled": True}, "filters": {"minRelevance": 0}}
+    data = httpx.post(f"{live_service}/v1/search", json=body, timeout=30).json()
+    assert data["results"], "scores are relative, so a page still comes back"
+    assert data["crag"]["relevance"] == "incorrect" and data["crag"]["needsWebSearch"] is True
+    assert all(
+        r["relevance"]["crag"]["relevance"] != "correct" for r in data["results"] if r["type"] == "chunk"
+    )

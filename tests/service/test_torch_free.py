@@ -21,7 +21,7 @@ import httpx
 import pytest
 from conftest import SAMPLE, serve_process, venv_with
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = Path(os.environ.get("HYBRIDRAG_MODELS_DIR", Path.home() / ".cache" / "hybridrag" / "models"))
 pytestmark = [
     pytest.mark.slow,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -178,3 +179,137 @@ def test_client_imports_nothing_heavy() -> None:
     code = "import sys, hybridrag.client; heavy = {'torch', 'numpy', 'tantivy', 'lancedb', 'sentence_transformers', 'fastapi', 'typer'}; print(sorted(heavy & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# One exception family, the same errors, whoever finds the problem ---------------------------------------------
+
+
+INVALID_SEARCHES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    # (name, client keyword arguments, the same request as a wire body)
+    (
+        "weights",
+        {"weights": {"keyword": 0.5, "semantic": 0.5, "graph": 0.5}},
+        {"options": {"weights": {"keyword": 0.5, "semantic": 0.5, "graph": 0.5}}},
+    ),
+    ("limit 0", {"limit": 0}, {"options": {"limit": 0}}),
+    ("misspelled option", {"limt": 3}, {"options": {"limt": 3}}),
+    ("limit 10.5", {"limit": 10.5}, {"options": {"limit": 10.5}}),
+]
+
+
+def _service_errors(url: str, body: dict[str, Any], path: str, language: str) -> list[dict[str, Any]]:
+    answer = httpx.post(f"{url}{path}", json=body, headers={"Accept-Language": language}, timeout=30)
+    assert answer.status_code == 422, answer.text
+    errors: list[dict[str, Any]] = answer.json()["errors"]
+    return errors
+
+
+@pytest.mark.parametrize("language", ["ja", "en"])
+@pytest.mark.parametrize("case", INVALID_SEARCHES, ids=lambda c: c[0])
+def test_client_validation_raises_the_services_error(
+    case: tuple[str, dict[str, Any], dict[str, Any]], language: str, live_service: str
+) -> None:
+    from hybridrag.client import HybridRagClient, HybridRagError, HybridRagValidationError
+
+    _name, kwargs, wire = case
+    expected = _service_errors(live_service, {"text": "Who founded Sony?", **wire}, "/v1/search", language)
+    with HybridRagClient(live_service, retries=0) as rag, pytest.raises(HybridRagValidationError) as caught:
+        rag.search("Who founded Sony?", language=language, **kwargs)
+    assert isinstance(caught.value, HybridRagError)
+    assert caught.value.source == "client" and caught.value.status_code == 422
+    assert caught.value.errors == expected
+    assert all(isinstance(e, dict) for e in caught.value.errors)  # a list, not a method
+
+
+def test_client_language_is_the_clients_default(live_service: str) -> None:
+    from hybridrag.client import HybridRagClient, HybridRagValidationError
+
+    with (
+        HybridRagClient(live_service, language="en") as rag,
+        pytest.raises(HybridRagValidationError) as caught,
+    ):
+        rag.search("Who founded Sony?", weights={"keyword": 0.5, "semantic": 0.5, "graph": 0.5})
+    assert caught.value.errors[0]["message"] == "Search weights must sum to 1.0"
+    with HybridRagClient(live_service) as rag, pytest.raises(HybridRagValidationError) as caught:
+        rag.search("Who founded Sony?", weights={"keyword": 0.5, "semantic": 0.5, "graph": 0.5})
+    assert caught.value.errors[0]["message"] == "検索重みの合計は1.0である必要があります"
+
+
+def test_batch_validation_errors_match_the_service(live_service: str) -> None:
+    from hybridrag.client import AsyncHybridRagClient, HybridRagClient, HybridRagValidationError
+
+    bad_weights = {"keyword": 0.5, "semantic": 0.5, "graph": 0.5}
+    # Shared options with weights inside a batch, and a raw-dict sub-query.
+    expected = _service_errors(
+        live_service,
+        {"queries": [{"text": "Sony"}, {"text": "Toyota", "options": {"weights": bad_weights}}]},
+        "/v1/search/batch",
+        "en",
+    )
+    with HybridRagClient(live_service, language="en") as rag:
+        with pytest.raises(HybridRagValidationError) as caught:
+            rag.search_batch(["Sony", {"text": "Toyota", "options": {"weights": bad_weights}}])
+        assert caught.value.errors == expected
+        with pytest.raises(HybridRagValidationError) as caught:
+            rag.search_batch(["Sony", "Toyota"], weights=bad_weights)
+        assert [e["path"] for e in caught.value.errors] == [
+            "queries[0].options.weights",
+            "queries[1].options.weights",
+        ]
+    import asyncio
+
+    async def run() -> list[dict[str, Any]]:
+        async with AsyncHybridRagClient(live_service, language="en") as rag:
+            try:
+                await rag.search_batch([{"text": "Toyota", "options": {"limit": 0}}])
+            except HybridRagValidationError as exc:
+                return exc.errors
+        return []
+
+    assert asyncio.run(run()) == [
+        {
+            "path": "queries[0].options.limit",
+            "message": "Must be greater than or equal to 1",
+            "code": "greater_than_equal",
+        }
+    ]
+
+
+# The body carries what the caller set, nothing more ------------------------------------------------------------
+
+
+def _comparable(result: dict[str, Any]) -> dict[str, Any]:
+    """A response without what legitimately differs between two calls (timings, request id)."""
+    drop = {"processingTime", "requestId"}
+    out = {k: v for k, v in result.items() if k not in drop}
+    out["strategies"] = {k: {**v, "processingTime": 0} for k, v in result["strategies"].items()}
+    return out
+
+
+def test_the_client_sends_only_what_its_caller_set(live_service: str) -> None:
+    raw = httpx.post(f"{live_service}/v1/search", json={"text": "Who founded Sony?"}, timeout=30).json()
+    with HybridRagClient(live_service) as rag:
+        via_client = rag.search("Who founded Sony?").model_dump(mode="json", by_alias=True)
+    assert _comparable(via_client) == _comparable(raw)
+    # The classifier's weights were used, not the contract's defaults sent as if they were a choice.
+    assert raw["query"]["options"]["weights"] == raw["classification"]["suggestedWeights"]
+    assert raw["query"]["options"]["weights"] != {"keyword": 0.35, "semantic": 0.35, "graph": 0.3}
+    # What the caller does set still goes out, and wins.
+    with HybridRagClient(live_service) as rag:
+        chosen = rag.search("Who founded Sony?", weights={"keyword": 1, "semantic": 0, "graph": 0}, limit=2)
+    assert chosen.query.options.weights.keyword == 1 and len(chosen.results) <= 2
+
+
+def test_the_client_body_carries_no_defaults() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(422, json={"title": "x", "errors": []})
+
+    with HybridRagClient("http://127.0.0.1:9", transport=httpx.MockTransport(handler)) as rag:
+        for call in (lambda: rag.search("Sony", limit=3), lambda: rag.search_batch(["a", "b"], merge=True)):
+            with pytest.raises(Exception):  # noqa: B017 - the mock answers 422; only the body matters here
+                call()
+    assert seen[0] == {"text": "Sony", "options": {"limit": 3}}
+    assert seen[1] == {"queries": [{"text": "a"}, {"text": "b"}], "merge": {}}

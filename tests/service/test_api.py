@@ -414,13 +414,19 @@ def test_each_component_is_handed_its_group_of_the_settings() -> None:
     from hybridrag.pipeline.settings import HttpSettings, IndexSettings, SearchSettings, WriterSettings
 
     settings = Settings(  # type: ignore[call-arg]
-        port=9001, cors_origins=["https://a.example"], documents_batch_max=7, search_budget_s=3.0, _env_file=None
+        port=9001,
+        cors_origins=["https://a.example"],
+        documents_batch_max=7,
+        search_budget_s=3.0,
+        _env_file=None,
     )
     assert settings.http.port == 9001 and settings.http.cors_origins == ("https://a.example",)
     assert settings.http.base_url == settings.search.base_url == "http://127.0.0.1:9001"
     assert settings.writer.documents_batch_max == 7 and settings.search.search_budget_s == 3.0
     assert settings.index.index_dir == settings.index_dir
     # Every setting belongs to a group (or to start-up: logging, where the index comes from).
-    grouped = {f.name for g in (HttpSettings, SearchSettings, IndexSettings, WriterSettings) for f in fields(g)}
+    grouped = {
+        f.name for g in (HttpSettings, SearchSettings, IndexSettings, WriterSettings) for f in fields(g)
+    }
     start_up = {"log_level", "log_json", "public_base_url", "rerank_models"}
     assert set(Settings.model_fields) - grouped == start_up

@@ -11,7 +11,7 @@ from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.pipeline.classifier import QueryClassifier
 
 LABELLED = [
-    json.loads(line) for line in (Path(__file__).parent / "data" / "classifier_labelled.jsonl").open()
+    json.loads(line) for line in (Path(__file__).parents[1] / "data" / "classifier_labelled.jsonl").open()
 ]
 CLASSIFIER = QueryClassifier(Analyzer())
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 from conftest import shared_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ZOD_DIR = ROOT / "tests" / "zod"
 SEED = shared_path("seeds", "search-zod-schemas.md")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [
     ROOT / "README.md",
     ROOT / "ARCHITECTURE.md",
@@ -93,8 +93,8 @@ def test_tests_reach_shared_data_only_through_the_guarded_helpers() -> None:
     """A fresh clone has no ../shared: every test that reads it goes through conftest's `shared_path` /
     `needs_shared`, which skip with a reason, instead of building the path itself."""
     offenders = []
-    for path in sorted((ROOT / "tests").glob("*.py")):
-        if path.name == "conftest.py":
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name == "conftest.py" or "node_modules" in path.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.Constant) and node.value == "shared" and path.name != "test_docs.py":
