@@ -129,10 +129,8 @@ TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a he
 # re-extracted by `bench`, and `index info` shows which extraction an index holds).
 RULES_REVISION = 9
 # Tags below this mean probability are left out: the tagger, fitted on WikiANN's name-dense fragments, also
-# tags ordinary noun phrases. On the English dev file lower-cased (typed F1): all tags 0.474, >= 0.6 0.518,
-# >= 0.7 0.540, >= 0.8 0.548. In text with letter case the capitalisation rules and the span typer stay: the
-# tagger typing their names reached 0.649 against 0.606 at ~280 sentences/s, a build ~20x slower than the
-# rules (SciFact), so it reads only the sentences the rules cannot.
+# tags ordinary noun phrases. It reads only the sentences the capitalisation rules cannot (it is ~20x slower
+# than they are; benchmarks/README.md, "Constants").
 TAG_MIN_CONFIDENCE = 0.75
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 

@@ -32,9 +32,8 @@ ENCODER_NAME = "onnx"
 MIN_COSINE = 0.99
 OPSET = 17
 # Bumped when the export changes; `hybridrag models install` redoes an export made by an older recipe.
-# 2: int8 weights in 7 bits (`reduce_range`): without AVX-512 VNNI, onnxruntime's u8 x s8 products are summed
-# in pairs into 16 bits, which 8-bit weights can saturate. On 300 SciFact/JaQuAD queries the worst cosine
-# against the fp32 graph went 0.987 -> 0.993 (mean 0.9956 -> 0.9966), at the same speed.
+# 2: int8 weights in 7 bits (`reduce_range`), because without AVX-512 VNNI onnxruntime sums u8 x s8 products
+# in pairs into 16 bits, which 8-bit weights can saturate (benchmarks/README.md, "Constants").
 EXPORT_RECIPE = 2
 SAMPLE = (
     "Who founded Sony?",
@@ -211,11 +210,8 @@ class OnnxEmbedder:
         self.encoder = f"{ENCODER_NAME}-{info.get('precision', 'int8')}"
         self._spec = spec
         # int8 graphs quantize each matrix product's input with one scale for the whole batch, so a text's
-        # vector would depend on the texts it shares a call with (cosine down to 0.990 between a query alone
-        # and in a batch of eight): a search's answer would change with the traffic beside it, and a rebuild's
-        # vectors with the batch order. One text per call keeps every vector a function of its text; it
-        # also wastes nothing on padding (passages 10.3 -> 12.3-13.1/s here; queries lose ~15% of what
-        # batches of eight gain under load).
+        # vector would depend on the texts it shares a call with: one text per call keeps every vector a
+        # function of its text alone (and wastes nothing on padding; benchmarks/README.md, "Constants").
         self._batch_size = 1 if self.encoder.endswith("int8") else batch_size
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(int(info.get("maxLength", 512)))

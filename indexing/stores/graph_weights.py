@@ -17,15 +17,12 @@ from hybridrag.indexing.stores.graph_order import ChunkOrder
 RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
 TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
 # Added to the edge from a passage to an entity that has an article in the corpus (a document whose whole
-# title is its name) when the passage's own title does not name it: the bridge to the next hop. HotpotQA-100
-# dev hybrid nDCG@10 0.918 / 0.922 / 0.926 / 0.930 / 0.927 at 0 / 1 / 3 / 10 / 30 with any title mention
-# counted as an article, 0.935 at 10 with whole titles (benchmarks/README.md); corpora without articles walk
-# as before.
+# title is its name) when the passage's own title does not name it: the bridge to the next hop (chosen on the
+# dev sets, benchmarks/README.md, "Constants"; corpora without articles are unaffected).
 ARTICLE_WEIGHT = 10.0
 SYNONYM_WEIGHT = 1.0  # times the name cosine
-# The step from a passage to a concept is (idf / the largest idf) ** this. HotpotQA-100 without titles,
-# lower-cased (graph / hybrid nDCG@10): 0.862 / 0.869 at 1, 0.864 / 0.872 at 2, 0.866 / 0.876 at 3 and 5
-# (benchmarks/README.md, "Concepts").
+# The step from a passage to a concept is (idf / the largest idf) ** this: specific concepts carry the walk,
+# common ones barely (benchmarks/README.md, "Constants").
 CONCEPT_SPECIFICITY_POWER = 3.0
 
 

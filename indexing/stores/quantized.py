@@ -38,12 +38,9 @@ COLUMNS = "serving-columns.arrow"
 KEYS = "serving-keys.npy"
 FILES = (VECTORS, CODES, COLUMNS, KEYS)
 FILTER_COLUMNS = ("chunk_id", "file_id", "date", "entity_types")
-# Candidates rescored exactly per search: at least RESCORE_MIN, and RESCORE_PER_RESULT per result asked for.
-# Measured on e5 vectors against exact search, 200 SciFact queries, on SciFact and its 100k and 1M synthetic
-# copies: 1.5 candidates a result give recall@100 and recall@200 1.0 on every query (1.25 give 0.9996 at
-# 1M, worst query 0.98), and 5 a result recall@3, @10 and @20 1.0 (the graph's seeds ask for 3). Every
-# candidate is a positional read of the float32 file (~2.5 us a read here when the page cache holds it, a
-# disk read when not), the largest part of a semantic search's own CPU, so fewer is faster.
+# Candidates rescored exactly per search: at least RESCORE_MIN, and RESCORE_PER_RESULT per result asked for —
+# the fewest that keep recall against exact search at 1.0 (benchmarks/README.md, "Constants"), since every
+# candidate is a positional read of the float32 file, the largest part of a semantic search's own CPU.
 RESCORE_MIN = 50
 RESCORE_PER_RESULT = 1.5
 # A filter passing at most this many rows is answered exactly over those rows (no code scan).

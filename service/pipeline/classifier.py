@@ -61,13 +61,8 @@ WEIGHTS_BY_TYPE: dict[str, tuple[float, float, float]] = {
 }
 
 # An English question about named things ("Where was the director of X born?") is what the graph's walk answers
-# best: its seeds are the top dense and keyword passages and the named entities, so its list already carries
-# their evidence, and it reaches the passage the question never names through the bridge entity. At
-# (0.1, 0.3, 0.6) the fusion still ranked first-hop passages above the bridges the graph had found (HotpotQA-100
-# dev: hybrid Recall@5 0.925 against 0.945 for the graph alone); at (0.05, 0.15, 0.8) it matches or beats the
-# graph on the dev set and on its lower- and upper-cased copies (benchmarks/README.md, "Fusion"). Claims and
-# descriptive queries (SciFact) are not questions; Japanese questions keep the local weights (no Japanese
-# multi-hop set to measure them on).
+# best (its list already carries the dense and keyword seeds' evidence, and it reaches the bridge passage);
+# lighter graph weights ranked first-hop passages above the bridges (benchmarks/README.md, "Constants").
 ENTITY_QUESTION = (0.05, 0.15, 0.8)
 _QUESTION_EN = re.compile(
     r"^\W*(?:what|which|who|whom|whose|when|where|why|how|in (?:what|which)|is|are|was|were|did|does|do)\b"
@@ -75,9 +70,8 @@ _QUESTION_EN = re.compile(
     re.I,
 )
 
-# Japanese names come from Sudachi alone (no title or phrase linking: no word boundaries to match on), so the
-# graph's Japanese list is weaker; BM25 over Sudachi + bigrams is the strongest list there. JaQuAD dev: hybrid
-# 0.916 at the local weights (keyword+semantic 0.918), 0.920 at these (benchmarks/README.md, "Fusion").
+# Japanese names come from Sudachi alone, so the graph's Japanese list is weaker and BM25 over Sudachi + bigrams
+# the strongest there (benchmarks/README.md, "Constants").
 JAPANESE_LOCAL = (0.6, 0.35, 0.05)
 
 # A query that names nothing gets little from the graph (it is reached through named entities); its share goes

@@ -102,7 +102,7 @@ class IndexLifecycle:
         if self.search_settings.blas_threads:
             from threadpoolctl import threadpool_limits
 
-            # Process-wide by nature (BLAS has one pool); measured: semantic search at 100k chunks 73 -> 47 ms.
+            # Process-wide by nature (BLAS has one pool); one thread is faster here (benchmarks/README.md, "Constants").
             threadpool_limits(limits=self.search_settings.blas_threads, user_api="blas")
         # The retriever threads set theirs as they start; this one serves searches run in the caller's thread.
         limit_scan_threads(self.search_settings.scan_threads)
