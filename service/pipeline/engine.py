@@ -8,7 +8,6 @@ This package never imports the HTTP layer.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import replace
 
@@ -80,7 +79,7 @@ class SearchEngine(IndexLifecycle):
         retrieved, timings, probes = run_retrievers(
             self._pool, plan.index, plan.active, plan.query, plan.depth, deadline, plan.notes
         )
-        fused, used = self._fuse(request, retrieved, plan.weight_map)
+        fused = self._fuse(request, retrieved, plan.weight_map)
         evidence = query_evidence({**probes, **retrieved})
         probability = (
             None  # it asks about the collection as a whole: its words need not be the corpus' own
@@ -90,18 +89,6 @@ class SearchEngine(IndexLifecycle):
         top = fused[0].score if fused else 0.0
         min_rel = request.filters.min_relevance
         cut = self._relevance.threshold(probability if probability is not None else 1.0, top, min_rel)
-        k, normalize = request.rrf_config.k, request.rrf_config.normalize_scores
-        deeper = (
-            fetch_depth(request, used, k, normalize, cut, plan.depth) if math.isfinite(cut) else plan.depth
-        )
-        if deeper > plan.depth and any(len(r.candidates) >= plan.depth for r in retrieved.values()):
-            # A candidate none of the lists reached could still pass the cut: fetch as deep as makes the
-            # cut exact (the evidence and the fused scores of the first hundred do not change).
-            retrieved, more, _ = run_retrievers(
-                self._pool, plan.index, plan.active, plan.query, deeper, deadline, plan.notes
-            )
-            timings.update({name: timings.get(name, 0.0) + ms for name, ms in more.items()})
-            fused, used = self._fuse(request, retrieved, plan.weight_map)
         kept = [f for f in fused if f.score >= cut]
         if probability is None:
             relevance = {f.id: clamp01(f.score) for f in kept}
@@ -151,14 +138,7 @@ class SearchEngine(IndexLifecycle):
             # Every running strategy has weight 0: rank by them equally rather than return nothing.
             weight_map = dict.fromkeys(active, 1.0)
             notes.append(StageNote(stage="fusion", status="degraded", reason="all active weights were 0"))
-        k, normalize = request.rrf_config.k, request.rrf_config.normalize_scores
-        # Most searches' first result scores near the best attainable fused score (1 normalised) with a
-        # probability near 1: the cut they need is then this, and the rare search that needs deeper lists
-        # fetches again (`rank`).
-        expected_cut = self._relevance.threshold(
-            1.0, 1.0 if normalize else _best(weight_map, k), request.filters.min_relevance
-        )
-        depth = fetch_depth(request, weight_map, k, normalize, expected_cut, min_depth)
+        depth = fetch_depth(request, min_depth)
         vector = query_vector(request, index)
         if vector is None:
             vector = precomputed
@@ -178,8 +158,8 @@ class SearchEngine(IndexLifecycle):
 
     def _fuse(
         self, request: SearchRequest, retrieved: dict[str, Retrieved], weight_map: dict[str, float]
-    ) -> tuple[list[FusedItem], dict[str, float]]:
-        """The fused list, best first, and the weights of the lists that took part."""
+    ) -> list[FusedItem]:
+        """The fused list, best first."""
         # A strategy that found nothing (the graph on text that names nothing) takes no part in the fusion:
         # its weight kept in the normaliser would only shrink every score.
         rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items() if r.candidates}
@@ -191,9 +171,9 @@ class SearchEngine(IndexLifecycle):
             }
         used = {n: weight_map[n] for n in rankings}
         if sum(used.values()) <= 0:
-            return [], used
+            return []
         k, normalize = request.rrf_config.k, request.rrf_config.normalize_scores
-        return weighted_rrf(rankings, used, k=k, normalize=normalize, evidence=evidence), used
+        return weighted_rrf(rankings, used, k=k, normalize=normalize, evidence=evidence)
 
     def _check_rerank_model(self, request: SearchRequest) -> None:
         """A request may name only a cross-encoder from the server's allow-list."""
@@ -370,8 +350,3 @@ def _total(kept: list[FusedItem], fused: list[FusedItem], retrieved: dict[str, R
     if len(rankings) == 1 and kept and len(kept) == len(fused) and len(rankings[0].candidates) >= depth:
         return max(len(kept), rankings[0].total)
     return len(kept)
-
-
-def _best(weights: dict[str, float], k: int) -> float:
-    """The best attainable raw (unnormalised) fused score."""
-    return sum(weights.values()) / (k + 1)

@@ -111,18 +111,6 @@ def weighted_rrf(
     return [FusedItem(item, -neg / divisor, ranks[item]) for neg, _rank, item in order]
 
 
-def max_unseen_score(
-    weights: Mapping[str, float], depth: int, k: int = DEFAULT_K, normalize: bool = True
-) -> float:
-    """The highest fused score a candidate missing from every ranking (each `depth` long) could have.
-
-    An upper bound for score-weighted RRF too (its factors are at most 1). Used to pick a fetch depth that makes a minimum-relevance cut, and so `totalCount`, exact.
-    """
-    total = sum(weights.values())
-    raw = total / (k + depth + 1)
-    return raw / (total / (k + 1)) if normalize and total > 0 else raw
-
-
 class Scored(Protocol):
     """A retriever's candidate as the fusion sees it: raw score, 0..1 score and kind."""
 

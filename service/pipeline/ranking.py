@@ -16,7 +16,7 @@ import numpy as np
 
 from hybridrag.indexing.stores.filters import ChunkFilters, naive_utc
 from hybridrag.pipeline.errors import InvalidSearch
-from hybridrag.pipeline.fusion import FusedItem, max_unseen_score
+from hybridrag.pipeline.fusion import FusedItem
 from hybridrag.pipeline.graph_retriever import PASSAGE_SEEDS, SEEDERS
 from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.pipeline.retrievers import EVIDENCE_DEPTH, RetrievalQuery, Retrieved
@@ -27,7 +27,6 @@ log = logging.getLogger("hybridrag.engine")
 
 STRATEGIES = ("keyword", "semantic", "graph")
 MIN_DEPTH = 100
-MAX_DEPTH = 1000
 
 
 @dataclass(slots=True)
@@ -78,17 +77,17 @@ def query_vector(request: SearchRequest, index: LoadedIndex) -> np.ndarray | Non
     return np.asarray(request.embedding, dtype=np.float32)
 
 
-def fetch_depth(
-    request: SearchRequest, weights: dict[str, float], k: int, normalize: bool, cut: float, start: int = 0
-) -> int:
-    """How deep each strategy fetches: enough for the page, and enough that no candidate missing from every
-    list could reach the fused score `cut` (so the relevance cut, and `totalCount`, are exact)."""
+def fetch_depth(request: SearchRequest, start: int = 0) -> int:
+    """How deep each strategy fetches: MIN_DEPTH, or the page's end when it lies deeper.
+
+    Not deep enough to make `totalCount` exact whatever the cut: the absolute relevance falls slowly with the
+    fused score, so on a large corpus nearly every candidate of an on-topic search passes the default
+    cut, and counting them all took lists ~800 deep (1.3-1.6x the latency at 100k chunks,
+    benchmarks/README.md, "Constants"). Where a strategy's list is full, `totalCount` counts what passed
+    among these candidates.
+    """
     need = request.options.offset + request.options.limit
-    depth = max(MIN_DEPTH, need, start)
-    if weights and cut > 0:
-        while depth < MAX_DEPTH and max_unseen_score(weights, depth, k, normalize) >= cut:
-            depth = min(MAX_DEPTH, depth * 2)
-    return min(depth, MAX_DEPTH) if need <= MAX_DEPTH else need
+    return max(MIN_DEPTH, need, start)
 
 
 def run_retrievers(

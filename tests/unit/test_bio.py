@@ -40,3 +40,30 @@ def test_conll_reader_gives_character_spans_of_the_joined_sentence(tmp_path: Pat
     assert sentence.text == "Ada Lovelace met Babbage"
     assert [sentence.text[a:b] for a, b, _ in sentence.spans] == ["Ada Lovelace", "Babbage"]
     assert {kind for _, _, kind in sentence.spans} == {"person"}
+
+
+def test_the_e5_probe_decodes_only_valid_bio() -> None:
+    """The probe of a head over e5's token states (benchmarks/fitting): Viterbi never starts a name with I-,
+    and a name is the run of its B- and I- pieces."""
+    import numpy as np
+
+    from hybridrag.benchmarks.fitting.probe_e5_token_head import LABELS, names, viterbi
+
+    index = {label: i for i, label in enumerate(LABELS)}
+    logp = np.full((4, len(LABELS)), -5.0)
+    # Argmax alone would read I-person first (invalid), then I-place after I-person (invalid).
+    for row, best, second in (
+        (0, "I-person", "B-person"),
+        (1, "I-person", "O"),
+        (2, "I-place", "O"),
+        (3, "O", "O"),
+    ):
+        logp[row, index[best]] = -0.1
+        logp[row, index[second]] = -0.5
+    tags = viterbi(logp)
+    assert [LABELS[t] for t in tags] == ["B-person", "I-person", "O", "O"]
+    text = "Ann Lee ran home"
+    starts, ends = np.array([0, 4, 8, 12]), np.array([3, 7, 11, 16])
+    assert names(tags, starts, ends, text) == [("Ann Lee", "person")]
+    place = [index["B-place"], index["I-place"], index["B-other"], index["I-person"]]
+    assert names(place, starts, ends, text) == [("Ann Lee", "place"), ("ran", "other")]

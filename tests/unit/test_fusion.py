@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from hybridrag.pipeline.fusion import max_unseen_score, validate_weights, weighted_rrf
+from hybridrag.pipeline.fusion import validate_weights, weighted_rrf
 
 
 def test_hand_computed_scores() -> None:
@@ -65,16 +65,6 @@ def test_missing_weight_and_bad_k() -> None:
 
 def test_validate_weights_accepts_zero_for_some() -> None:
     validate_weights({"a": 0.0, "b": 1.0})
-
-
-def test_max_unseen_score_bounds_every_unseen_candidate() -> None:
-    weights = {"a": 0.35, "b": 0.65}
-    bound = max_unseen_score(weights, depth=100, k=60)
-    assert bound == pytest.approx(61 / 161)
-    # A candidate at rank depth+1 everywhere reaches the bound exactly.
-    rankings = {"a": [f"d{i}" for i in range(101)], "b": [f"d{i}" for i in range(101)]}
-    last = next(f for f in weighted_rrf(rankings, weights) if f.id == "d100")
-    assert last.score == pytest.approx(bound)
 
 
 def test_score_evidence_scale() -> None:
@@ -157,3 +147,19 @@ def test_graph_passages_weigh_by_mass_and_its_entities_by_rank() -> None:
         {"graph": ["c1", "c2", "e1", "c3"]}, {"graph": 1.0}, evidence={"graph": fusion_evidence(graph)}
     )
     assert [f.id for f in fused] == ["c1", "e1", "c2", "c3"]
+
+
+def test_each_strategy_fetches_a_hundred_or_down_to_the_page() -> None:
+    """The depth does not follow the relevance cut: at 100k chunks lists deep enough to count every
+    candidate over the default cut cost 1.3-1.6x the latency, for a `totalCount` no page needs."""
+    from hybridrag.pipeline.ranking import MIN_DEPTH, fetch_depth
+    from hybridrag.schemas.search import SearchRequest
+
+    def depth(options: dict[str, int], min_relevance: float = 0.3, start: int = 0) -> int:
+        body = {"text": "x", "options": options, "filters": {"minRelevance": min_relevance}}
+        return fetch_depth(SearchRequest.model_validate(body), start)
+
+    assert MIN_DEPTH == 100
+    assert depth({"limit": 10}) == depth({"limit": 10}, 0.9) == depth({"limit": 10}, 0.0) == 100
+    assert depth({"limit": 50, "offset": 200}) == 250
+    assert depth({"limit": 10}, start=300) == 300  # a batch's merge asks for more
