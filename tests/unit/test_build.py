@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import jsonl_corpus
 
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 from hybridrag.indexing.stores import versions
@@ -114,18 +115,12 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
     index_dir = tmp_path / "idx"
     v1 = build(index_dir, corpus, embedder)
     served = digests(v1.path)
-    extra = tmp_path / "extra"
-    extra.mkdir()
-    (extra / "new.jsonl").write_text(
-        json.dumps(
-            {"_id": "n1", "title": "Kyoto Protocol", "text": "The Kyoto Protocol was adopted in 1997."}
-        )
-        + "\n"
-        + json.dumps(
-            {"_id": "j1", "title": "Sony", "text": "Sony was renamed from Tokyo Tsushin Kogyo in 1958."}
-        )
-        + "\n",
-        "utf-8",
+    extra = jsonl_corpus(
+        tmp_path / "extra",
+        [
+            {"_id": "n1", "title": "Kyoto Protocol", "text": "The Kyoto Protocol was adopted in 1997."},
+            {"_id": "j1", "title": "Sony", "text": "Sony was renamed from Tokyo Tsushin Kogyo in 1958."},
+        ],
     )
     summary = IndexBuilder(index_dir, MINILM, embedder=embedder).add(extra)
     v2 = versions.current_version(index_dir)

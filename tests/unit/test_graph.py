@@ -327,18 +327,12 @@ def test_title_links_follow_incremental_adds_and_deletes(tmp_path: Path) -> None
 
 
 def test_deleted_document_leaves_no_trace_in_the_graph(tmp_path: Path) -> None:
-    source = tmp_path / "src"
-    source.mkdir()
-    (source / "a.jsonl").write_text(
-        json.dumps(
-            {"_id": "d1", "title": "Sony", "text": "Masaru Ibuka and Akio Morita founded Sony in Tokyo."}
-        )
-        + "\n"
-        + json.dumps(
-            {"_id": "d2", "title": "Toyota", "text": "Kiichiro Toyoda founded Toyota Motor in Aichi."}
-        )
-        + "\n",
-        "utf-8",
+    source = jsonl_corpus(
+        tmp_path / "src",
+        [
+            {"_id": "d1", "title": "Sony", "text": "Masaru Ibuka and Akio Morita founded Sony in Tokyo."},
+            {"_id": "d2", "title": "Toyota", "text": "Kiichiro Toyoda founded Toyota Motor in Aichi."},
+        ],
     )
     index_dir = tmp_path / "idx"
     builder = IndexBuilder(index_dir, BuildConfig(embedding_model=None))
