@@ -220,3 +220,20 @@ def cleanup(index_dir: Path, keep: int = KEEP_VERSIONS) -> list[Path]:
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
+
+
+#: Folders of a version whose entries are reported one by one (the rest count whole).
+_SPLIT = ("vectors", "graph")
+
+
+def disk_usage(version: Path) -> dict[str, int]:
+    """Bytes of each part of a version: each top-level file or folder, and each entry of `vectors/` and
+    `graph/` (the LanceDB table, the serving codes and float vectors, the graph's arrays and JSON record...).
+    A file hard-linked from an older version counts here too: these are the bytes a copy of it would take."""
+    parts: dict[str, int] = {}
+    for entry in sorted(version.iterdir()):
+        inner = sorted(entry.iterdir()) if entry.is_dir() and entry.name in _SPLIT else [entry]
+        for part in inner:
+            files = [part] if part.is_file() else [f for f in part.rglob("*") if f.is_file()]
+            parts[str(part.relative_to(version))] = sum(f.stat().st_size for f in files)
+    return parts

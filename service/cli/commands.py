@@ -285,11 +285,20 @@ def index_regraph(
 @index_app.command("info")
 def index_info(
     index: Annotated[str, typer.Argument(help="Index directory or object-storage URL")],
+    disk: Annotated[
+        bool,
+        typer.Option(
+            "--disk",
+            help="Bytes on disk per part of the current version, in all and per chunk (local indexes)",
+        ),
+    ] = False,
 ) -> None:
-    """Print the manifest of the current version."""
+    """Print the manifest of the current version (or, with --disk, what each part of it takes on disk)."""
     from hybridrag.indexing.stores.remote import RemoteIndex, RemoteUnavailable, is_remote
-    from hybridrag.indexing.stores.versions import IndexUnavailable, current_version
+    from hybridrag.indexing.stores.versions import IndexUnavailable, current_version, disk_usage
 
+    if disk and is_remote(index):
+        raise typer.BadParameter("--disk reads a local index directory", param_hint="--disk")
     try:
         if is_remote(index):
             remote = RemoteIndex.open(index)
@@ -298,11 +307,34 @@ def index_info(
             if manifest is None:
                 raise IndexUnavailable(f"no index published at {index}")
         else:
-            manifest = current_version(Path(index)).manifest
+            version = current_version(Path(index))
+            manifest = version.manifest
+            if disk:
+                manifest = _disk_report(manifest, disk_usage(version.path))
     except (IndexUnavailable, RemoteUnavailable, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(json.dumps(manifest, ensure_ascii=False, indent=2))
+
+
+def _disk_report(manifest: dict[str, Any], parts: dict[str, int]) -> dict[str, Any]:
+    """The version, its chunk count, and its bytes in all and per part, each also per chunk (largest first)."""
+    chunks = int((manifest.get("counts") or {}).get("chunks") or 0)
+    total = sum(parts.values())
+
+    def per_chunk(n: int) -> float | None:
+        return round(n / chunks, 1) if chunks else None
+
+    return {
+        "version": manifest.get("version"),
+        "chunks": chunks,
+        "bytes": total,
+        "bytesPerChunk": per_chunk(total),
+        "parts": {
+            name: {"bytes": n, "bytesPerChunk": per_chunk(n)}
+            for name, n in sorted(parts.items(), key=lambda kv: (-kv[1], kv[0]))
+        },
+    }
 
 
 # `serve`, `schema` and `models` live in `service_commands` and register on the same apps when imported

@@ -47,6 +47,19 @@ def test_build_info_delete_via_cli(tmp_path: Path) -> None:
     assert summary["documents"] == 12 and summary["chunks"] >= 12 and summary["skipped"] == []
     info = json.loads(runner.invoke(app, ["index", "info", str(out)]).output)
     assert info["version"] == summary["version"]
+    # --disk: what each part of the version takes, in all and per chunk.
+    disk = json.loads(runner.invoke(app, ["index", "info", str(out), "--disk"]).output)
+    assert disk["version"] == summary["version"] and disk["chunks"] == summary["chunks"]
+    parts = disk["parts"]
+    assert {"chunks.arrow", "documents.arrow", "keyword", "graph/graph.json", "manifest.json"} <= set(parts)
+    assert sum(p["bytes"] for p in parts.values()) == disk["bytes"] > 0
+    version_dir = out / "versions" / summary["version"]
+    assert parts["chunks.arrow"]["bytes"] == (version_dir / "chunks.arrow").stat().st_size
+    assert disk["bytesPerChunk"] == round(disk["bytes"] / summary["chunks"], 1)
+    sizes = [p["bytes"] for p in parts.values()]
+    assert sizes == sorted(sizes, reverse=True)
+    remote = runner.invoke(app, ["index", "info", "s3://bucket/prefix", "--disk"])
+    assert remote.exit_code == 2 and "--disk" in remote.output
     again = runner.invoke(
         app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(out), "--embedding-model", "none", "--json"]
     )
