@@ -22,6 +22,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,9 @@ class Pieces:
     end: np.ndarray
 
 
+@cache
 def _session() -> tuple[Any, Any]:
+    """The int8 export and its tokenizer, loaded once for every set and casing."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
