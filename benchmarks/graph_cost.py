@@ -2,8 +2,8 @@
 
 For each index (a real one and, optionally, the synthetic 100k-chunk corpus built from it): nodes, edges and
 bytes of the matrices, seconds to load them, the build's graph stage from the manifest, and per query the
-graph stage split into seeding (entity match + seed passages), the walk (neighbourhood + PageRank) and the
-rest (ranking, entities, communities), plus the size of the neighbourhood walked. The query vector is
+graph stage split into seeding (entity match + seed passages), the walk (the local push) and the
+rest (ranking, entities, communities), plus the number of nodes the walk touched. The query vector is
 computed once beforehand, as the engine does; the graph runs alone, so its seed search is included.
 """
 
@@ -78,7 +78,7 @@ def measure_index(
         "relations": graph.relation_count,
         "synonyms": len(graph.arrays.synonym_keys),
         "edges": int(graph.adjacency.nnz // 2),
-        "matrixBytes": _matrix_bytes(graph.adjacency) + _matrix_bytes(graph.transition_t),
+        "matrixBytes": _matrix_bytes(graph.adjacency) + _matrix_bytes(graph.transition),
         "loadSeconds": round(load_s, 2),
         "buildGraphSeconds": stage_s.get("graph"),
         "buildEntitySeconds": stage_s.get("entities"),

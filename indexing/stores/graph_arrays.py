@@ -5,7 +5,8 @@ instead of parsing it into objects (at 12.5k chunks the parsed graph held ~30 KB
 
     entities.arrow, relations.arrow   one row per entity / relation (uncompressed Arrow IPC, mapped)
     *.keys.npy                        id -> row lookups (`keys.KeyIndex`): entity ids, relation ids, names
-    adjacency.*.npy, transition.*.npy the walk's CSR matrices (data, indices, indptr)
+    adjacency.*.npy, transition.*.npy the walk's CSR matrices (data, indices, indptr); transition rows are the
+                                      out-edges' probabilities, heaviest first (format 4 held them transposed)
     pairs.npy, synonyms.npy           sorted entity-pair keys: the relation of an edge, synonym edges
     entity_relations.*.npy            each entity's relations, most frequent first (CSR)
     relation_pairs.npy                the pair key of each relation row
@@ -35,13 +36,14 @@ from scipy import sparse
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
 from hybridrag.indexing.stores.graph_order import ChunkOrder
-from hybridrag.indexing.stores.graph_weights import walk_matrices
+from hybridrag.indexing.stores.graph_weights import heaviest_first, walk_matrices
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.memory_maps import Mappings
 
 FOLDER = "arrays"
-FORMAT = 4  # 3: chunk_relations and relation_pairs; 4: the entities' concept flag
+FORMAT = 5  # 3: chunk_relations and relation_pairs; 4: the entities' concept flag; 5: transition by row
+READABLE = (4, 5)  # a format-4 transition (transposed) is turned around when mapped
 
 ENTITY_SCHEMA = pa.schema(
     [
@@ -98,7 +100,7 @@ class GraphArrays:
     name_keys: KeyIndex
     name_entity: np.ndarray  # the entity row of each name form (rows of `name_keys`)
     adjacency: sparse.csr_matrix  # every edge in both directions (reach and paths), weights summed
-    transition_t: sparse.csr_matrix  # P transposed, P = D^-1 A
+    transition: sparse.csr_matrix  # P = D^-1 A, each row's entries heaviest first
     pair_keys: np.ndarray  # sorted lower * entities + higher entity row, one per relation
     pair_rows: np.ndarray  # the relation row of each pair key
     synonym_keys: np.ndarray  # sorted pair keys of synonym edges
@@ -143,7 +145,7 @@ class GraphArrays:
             for form in name_forms(e.name, e.aliases):
                 forms.append(form)
                 name_entity.append(i)
-        adjacency, transition_t, keys, synonym_keys = walk_matrices(graph, index, order)
+        adjacency, transition, keys, synonym_keys = walk_matrices(graph, index, order)
         pair_order = np.argsort(keys, kind="stable")
         indptr, relation_rows = _relations_by_entity(graph, index)
         chunk_indptr, chunk_relations = _relations_by_chunk(graph, order)
@@ -160,7 +162,7 @@ class GraphArrays:
             KeyIndex.build(forms),
             np.asarray(name_entity, dtype=np.int64),
             _compact(adjacency),
-            _compact(transition_t),
+            _compact(transition),
             keys[pair_order],
             pair_order.astype(np.int64),
             synonym_keys,
@@ -196,7 +198,7 @@ class GraphArrays:
             ("name", self.name_keys),
         ):
             keys.save(folder / f"{name}.keys.npy")
-        for name, matrix in (("adjacency", self.adjacency), ("transition", self.transition_t)):
+        for name, matrix in (("adjacency", self.adjacency), ("transition", self.transition)):
             for part in ("data", "indices", "indptr"):
                 np.save(folder / f"{name}.{part}.npy", getattr(matrix, part), allow_pickle=False)
         arrays = {
@@ -220,7 +222,7 @@ class GraphArrays:
     @classmethod
     def present(cls, folder: Path) -> bool:
         try:
-            return json.loads((folder / "meta.json").read_text("utf-8")).get("format") == FORMAT
+            return json.loads((folder / "meta.json").read_text("utf-8")).get("format") in READABLE
         except (OSError, ValueError):
             return False
 
@@ -249,7 +251,7 @@ class GraphArrays:
             KeyIndex.load(folder / "name.keys.npy", maps),
             load("name_entity"),
             matrix("adjacency"),
-            matrix("transition"),
+            matrix("transition") if meta["format"] >= 5 else _compact(heaviest_first(matrix("transition").T)),
             load("pair_keys"),
             load("pair_rows"),
             load("synonym_keys"),
@@ -370,8 +372,10 @@ def _relations_by_chunk(graph: GraphData, order: ChunkOrder) -> tuple[np.ndarray
 def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
     """int32 indices where they fit (what scipy keeps without a copy when the arrays are mapped back)."""
     m = sparse.csr_matrix(matrix)
+    ordered = m.has_sorted_indices
     if m.nnz < 2**31 - 1 and m.shape[0] < 2**31 - 1:
         m.indices = m.indices.astype(np.int32)
         m.indptr = m.indptr.astype(np.int32)
     m.data = m.data.astype(np.float64)
+    m.has_sorted_indices = ordered  # a heaviest-first row order is kept as it is
     return m

@@ -195,8 +195,9 @@ class GraphIndex:
         return self.arrays.adjacency
 
     @property
-    def transition_t(self) -> sparse.csr_matrix:
-        return self.arrays.transition_t
+    def transition(self) -> sparse.csr_matrix:
+        """P = D^-1 A by rows (from-node), each row heaviest edge first."""
+        return self.arrays.transition
 
     @property
     def entity_rank(self) -> np.ndarray:

@@ -30,8 +30,8 @@ def walk_matrices(
     graph: GraphData, index: dict[str, int], order: ChunkOrder
 ) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray, np.ndarray]:
     """The walk's matrices over entities then chunks (the adjacency, both directions summed, and the
-    transposed transition matrix), each relation's pair key (in relation order) and the sorted pair keys
-    of synonym edges."""
+    transition matrix, each row heaviest edge first: `heaviest_first`), each relation's pair key (in relation
+    order) and the sorted pair keys of synonym edges."""
     ne = len(graph.entities)
     rows: list[int] = []
     cols: list[int] = []
@@ -65,9 +65,21 @@ def walk_matrices(
     adjacency = sparse.csr_matrix(directed + directed.T)
     out_weight = np.asarray(directed.sum(axis=1)).ravel()
     inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
-    transition_t = sparse.csr_matrix((sparse.diags(inv) @ directed).T)
+    transition = heaviest_first(sparse.csr_matrix(sparse.diags(inv) @ directed))
     keys = np.asarray(pair_keys, dtype=np.int64)
-    return adjacency, transition_t, keys, np.sort(np.asarray(synonym_keys, dtype=np.int64))
+    return adjacency, transition, keys, np.sort(np.asarray(synonym_keys, dtype=np.int64))
+
+
+def heaviest_first(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
+    """The same matrix with each row's entries ordered by weight, heaviest first (ties by column): the walk
+    pushes along a prefix of each row (`pipeline.graph_walk`)."""
+    m = sparse.csr_matrix(matrix)
+    m.sum_duplicates()
+    rows = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
+    order = np.lexsort((m.indices, -m.data, rows))
+    out = sparse.csr_matrix((m.data[order], m.indices[order], m.indptr.copy()), shape=m.shape)
+    out.has_sorted_indices = False  # ordered by weight, not by column: scipy must not "sort" them
+    return out
 
 
 def _mention_edges(

@@ -4,12 +4,16 @@
 the table's row order, beside it in the version's `vectors/` folder:
 
     serving-vectors.npy    rows x dim float32, unit length; only the rescored rows are read (`RowFile`)
-    serving-codes.faiss    faiss IndexScalarQuantizer, 8-bit uniform, inner product: dim bytes a row, resident
+    serving-codes.faiss    8-bit uniform scalar-quantized codes, inner product: dim bytes a row, resident; a flat
+                           faiss IndexScalarQuantizer below `IVF_MIN_ROWS` rows, from there an inverted file
+                           (IndexIVFScalarQuantizer: the codes in `ivf_lists(rows)` k-means lists, + 8 bytes a
+                           row for its id) so a search scans the lists nearest the query, not every code
     serving-columns.arrow  chunk_id, file_id, date, entity_types in row order (uncompressed Arrow IPC, mapped)
     serving-keys.npy       chunk id -> row (`keys.KeyIndex`)
 
-A search scans the codes for a few hundred candidates (faiss, SIMD, ~10 ms a million rows on one core here)
-and rescores them with their float32 vectors, so every similarity returned is exact and only the candidate
+A search scans the codes for a few hundred candidates (faiss, SIMD; a flat scan costs ~10 ms a million rows
+on one core here, so from `IVF_MIN_ROWS` rows only the `IVF_PROBES` lists nearest the query are scanned: the
+cost then grows with the square root of the rows) and rescores them with their float32 vectors, so every similarity returned is exact and only the candidate
 set is approximate (recall against exact search: benchmarks/README.md). Nothing here grows the process'
 own memory with the corpus except the codes (dim bytes a row); the rest is file-backed and reclaimable. The
 float32 rows are read with `pread`, not mapped: a mapping keeps every page a rescoring touched, with the
@@ -47,14 +51,84 @@ RESCORE_PER_RESULT = 1.5
 EXACT_FILTERED_MAX = 20_000
 TRAIN_SAMPLE = 200_000
 BLOCK = 65_536
+# The inverted file (benchmarks/README.md, "Constants"): from this many rows; IVF_LISTS_PER_SQRT * sqrt(rows)
+# lists, trained on IVF_TRAIN_PER_LIST sampled rows a list; IVF_PROBES lists scanned a search. A filter that
+# passes a share s of the rows scans IVF_PROBES / s lists (all of them for a selective one), so about as many
+# eligible codes are compared as without a filter and a filtered page is as full and as exact.
+IVF_MIN_ROWS = 200_000
+IVF_LISTS_PER_SQRT = 4
+IVF_TRAIN_PER_LIST = 40
+IVF_PROBES = 128
+FLAT_KIND = "sq8-rescored"
+IVF_KIND = "ivf-sq8-rescored"
+
+
+def serving_kind(rows: int, ivf_min_rows: int | None = None) -> str:
+    """How the codes of `rows` rows are searched: a flat scan, or an inverted file from `ivf_min_rows`
+    (default `IVF_MIN_ROWS`)."""
+    return IVF_KIND if rows >= (IVF_MIN_ROWS if ivf_min_rows is None else ivf_min_rows) else FLAT_KIND
+
+
+def ivf_lists(rows: int) -> int:
+    """How many inverted lists the codes of `rows` rows are split into."""
+    return max(1, round(IVF_LISTS_PER_SQRT * math.sqrt(rows)))
+
+
+def ivf_probes(lists: int, share: float) -> int:
+    """Lists scanned a search when a filter passes `share` of the rows: `IVF_PROBES / share`, at most all."""
+    return min(lists, math.ceil(IVF_PROBES / max(share, 1e-9)))
+
+
+def _trained_codes(folder: Path, rows: int, dim: int, kind: str) -> Any | None:
+    """The codes index already in `folder` (the version an update started from), emptied, when its training
+    still fits `rows` rows: an update then adds every row again but trains nothing (k-means over a million
+    rows is most of the cost). None when there is none, or when the corpus has grown or shrunk past a factor
+    of two in lists (or crossed `IVF_MIN_ROWS`), so a fresh training is due."""
+    import faiss
+
+    path = folder / CODES
+    if not path.is_file():
+        return None
+    old = faiss.read_index(str(path))
+    if old.d != dim:
+        return None
+    if kind != IVF_KIND or not isinstance(old, faiss.IndexIVFScalarQuantizer):
+        return None  # a flat index trains in a second: trained afresh
+    if not (old.nlist / 2 <= ivf_lists(rows) <= old.nlist * 2):
+        return None
+    old.reset()
+    return old
+
+
+def _new_codes(matrix: np.ndarray, rows: int, dim: int, kind: str) -> Any:
+    """A codes index of `kind` for `rows` rows, trained on a fixed sample of them."""
+    import faiss
+
+    sq8 = faiss.ScalarQuantizer.QT_8bit_uniform
+    index: Any
+    if kind == FLAT_KIND:
+        index = faiss.IndexScalarQuantizer(dim, sq8, faiss.METRIC_INNER_PRODUCT)
+        sample_size = min(rows, TRAIN_SAMPLE)
+    else:
+        lists = ivf_lists(rows)
+        index = faiss.IndexIVFScalarQuantizer(
+            faiss.IndexFlatIP(dim), dim, lists, sq8, faiss.METRIC_INNER_PRODUCT
+        )
+        sample_size = min(rows, IVF_TRAIN_PER_LIST * lists)
+    # A fixed sample: the same vectors always give the same codes.
+    rng = np.random.default_rng(0)
+    sample = np.sort(rng.choice(rows, size=sample_size, replace=False))
+    index.train(np.ascontiguousarray(matrix[sample]))
+    return index
 
 
 def present(folder: Path) -> bool:
     return all((folder / name).is_file() for name in FILES)
 
 
-def write_serving_files(folder: Path, table: Any, dim: int) -> int:
-    """Write the serving files of a LanceDB table (`chunk_id`, filter columns, `vector`); returns the rows.
+def write_serving_files(folder: Path, table: Any, dim: int, ivf_min_rows: int | None = None) -> str:
+    """Write the serving files of a LanceDB table (`chunk_id`, filter columns, `vector`); returns their kind
+    (`serving_kind`: flat codes, or an inverted file from `ivf_min_rows` rows, default `IVF_MIN_ROWS`).
 
     Every file is written under a temporary name and renamed, so a version sharing files with this one
     through hard links (an update's staging copy) never sees one change.
@@ -63,6 +137,7 @@ def write_serving_files(folder: Path, table: Any, dim: int) -> int:
 
     data: pa.Table = table.to_arrow() if hasattr(table, "to_arrow") else table
     n = data.num_rows
+    kind = serving_kind(n, ivf_min_rows)
     vectors = data.column("vector").combine_chunks()
     flat = vectors.values.to_numpy(zero_copy_only=False)
     tmp_vectors = folder / (VECTORS + ".tmp")
@@ -72,14 +147,14 @@ def write_serving_files(folder: Path, table: Any, dim: int) -> int:
         norms = np.linalg.norm(block, axis=1, keepdims=True)
         matrix[lo : lo + len(block)] = block / np.where(norms > 0, norms, 1.0)
     matrix.flush()
-    index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT)
     if n:
-        # A fixed sample: the same vectors always give the same codes.
-        rng = np.random.default_rng(0)
-        sample = np.sort(rng.choice(n, size=min(n, TRAIN_SAMPLE), replace=False))
-        index.train(np.ascontiguousarray(matrix[sample]))
+        index = _trained_codes(folder, n, dim, kind) or _new_codes(matrix, n, dim, kind)
         for lo in range(0, n, BLOCK):
             index.add(np.ascontiguousarray(matrix[lo : lo + BLOCK]))
+    else:
+        index = faiss.IndexScalarQuantizer(
+            dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
+        )
     del matrix
     tmp_codes = folder / (CODES + ".tmp")
     faiss.write_index(index, str(tmp_codes))
@@ -93,7 +168,7 @@ def write_serving_files(folder: Path, table: Any, dim: int) -> int:
     os.replace(tmp_codes, folder / CODES)
     # The vectors last: a folder with every file present is complete.
     os.replace(tmp_vectors, folder / VECTORS)
-    return n
+    return kind
 
 
 class RowFile:
@@ -167,6 +242,11 @@ class QuantizedVectors:
     def rows(self) -> int:
         return int(self.matrix.shape[0])
 
+    @property
+    def kind(self) -> str:
+        """`ivf-sq8-rescored` when the codes are an inverted file, else `sq8-rescored` (a flat scan)."""
+        return IVF_KIND if hasattr(self.codes, "nlist") else FLAT_KIND
+
     def chunk_ids(self, rows: np.ndarray) -> list[str]:
         """The chunk ids of several rows in one read."""
         return [str(i) for i in take_pylist(self.columns.column("chunk_id"), rows)]
@@ -193,25 +273,26 @@ class QuantizedVectors:
         elif eligible_rows is None and want * 2 >= n:
             candidates = np.arange(n)
         else:
-            candidates = self._scan(unit, want, mask)
+            candidates = self._scan(unit, want, mask, eligible / n)
         sims = self._exact(candidates, unit)
         k = min(max(1, limit), len(sims))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
         top = top[np.lexsort((candidates[top], -sims[top]))]
         return candidates[top], sims[top], eligible
 
-    def _scan(self, unit: np.ndarray, want: int, mask: np.ndarray | None) -> np.ndarray:
+    def _scan(self, unit: np.ndarray, want: int, mask: np.ndarray | None, share: float) -> np.ndarray:
+        """The `want` rows whose codes score best (sorted by row); `share`: of the rows `mask` passes."""
         import faiss
 
         query = np.ascontiguousarray(unit.reshape(1, -1), dtype=np.float32)
-        if mask is None:
-            _scores, found = self.codes.search(query, want)
-        else:
-            bitmap = np.packbits(mask, bitorder="little")
-            selector = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
-            params = faiss.SearchParameters()
-            params.sel = selector
-            _scores, found = self.codes.search(query, want, params=params)
+        nlist = getattr(self.codes, "nlist", None)
+        params: Any = faiss.SearchParameters() if nlist is None else faiss.SearchParametersIVF()
+        if nlist is not None:
+            params.nprobe = ivf_probes(int(nlist), share)
+        if mask is not None:
+            bitmap = np.packbits(mask, bitorder="little")  # alive until the search returns
+            params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+        _scores, found = self.codes.search(query, want, params=params)
         rows = found[0]
         return np.sort(rows[rows >= 0]).astype(np.int64)
 

@@ -19,7 +19,11 @@ import pyarrow as pa
 
 from hybridrag.indexing.stores.filters import ChunkFilters, filter_mask, filter_sql, sql_list
 from hybridrag.indexing.stores.memory_maps import Mappings
-from hybridrag.indexing.stores.quantized import QuantizedVectors, present, write_serving_files
+from hybridrag.indexing.stores.quantized import (
+    QuantizedVectors,
+    present,
+    write_serving_files,
+)
 
 TABLE = "chunks"
 ANN_THRESHOLD = 50_000
@@ -33,7 +37,6 @@ PROJECTED_MIN_ROWS = 50_000
 PROJECTED_DIMS = 96
 PROJECTED_CANDIDATES = 2000  # rescored per search, at least
 PROJECTED_PER_RESULT = 40  # and this many per requested result when that is more
-SERVING_KIND = "sq8-rescored"
 
 
 def vector_schema(dim: int) -> pa.Schema:
@@ -120,8 +123,8 @@ class VectorIndexWriter:
         with `ann`, also LanceDB's own ANN and scalar indexes when the table is large enough (the service
         reads the serving files, so a build leaves them out). Returns what was built."""
         rows = int(self._table.count_rows())
-        write_serving_files(self._path, self._table, self.dim)
-        built: dict[str, Any] = {"rows": rows, "ann": None, "serving": SERVING_KIND}
+        kind = write_serving_files(self._path, self._table, self.dim)
+        built: dict[str, Any] = {"rows": rows, "ann": None, "serving": kind}
         if ann and rows >= ANN_THRESHOLD:
             from lancedb.index import BTree, IvfHnswSq, LabelList
 
@@ -191,9 +194,9 @@ class VectorIndex:
 
     @property
     def kind(self) -> str:
-        """How searches run: `sq8-rescored` (the serving files), `projected`, `exact` (in memory), `lancedb`."""
+        """How searches run: `sq8-rescored` or `ivf-sq8-rescored` (the serving files), `projected`, `exact` (in memory), `lancedb`."""
         if self._quantized is not None:
-            return SERVING_KIND
+            return self._quantized.kind
         if self._matrix is None:
             return "lancedb"
         return "projected" if self._projected is not None else "exact"

@@ -255,6 +255,54 @@ def bench_scale(
     typer.echo(markdown)
 
 
+@bench_app.command("vector-scale")
+def bench_vector_scale(
+    dataset: Annotated[
+        Path,
+        typer.Option(
+            "--dataset", help="BEIR-layout folder: its index's vectors are the base of the synthetic ones"
+        ),
+    ],
+    rows: Annotated[
+        str, typer.Option("--rows", help="Comma-separated numbers of vectors, e.g. 300000,1000000,3000000")
+    ] = "300000,1000000,3000000",
+    split: Annotated[str, typer.Option(help="qrels split whose queries are searched")] = "train",
+    max_queries: Annotated[int, typer.Option(min=1, help="Queries searched at each size")] = 200,
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    workdir: Annotated[
+        Path | None, typer.Option(help="Where the serving files are written (needs ~3 KB a row)")
+    ] = None,
+    out: OutOpt = None,
+) -> None:
+    """The served vector search at N rows, flat codes against the inverted file: ms, recall@10, filters."""
+    offline()
+    import numpy as np
+
+    from hybridrag.benchmarks.common import RESULTS, cached_index, load_beir, write_results
+    from hybridrag.benchmarks.vector_scale import run_vector_scale, to_markdown
+    from hybridrag.indexing.builds.build import BuildConfig
+    from hybridrag.indexing.models.embedders import load_embedder
+    from hybridrag.indexing.stores.quantized import IVF_MIN_ROWS, VECTORS
+    from hybridrag.indexing.stores.versions import current_version
+
+    try:
+        sizes = sorted({int(x) for x in rows.split(",") if x.strip()})
+    except ValueError:
+        raise typer.BadParameter(f"not a list of integers: {rows!r}", param_hint="--rows") from None
+    if not sizes or sizes[0] < 1:
+        raise typer.BadParameter("sizes must be positive integers", param_hint="--rows")
+    data = load_beir(dataset, split)
+    queries = [data.queries[q][:1000] for q in sorted(data.queries)][:max_queries]
+    base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
+    base_vectors = np.load(current_version(base).path / "vectors" / VECTORS)
+    query_vectors = np.asarray(load_embedder(embedding_model).embed_queries(queries), dtype=np.float32)
+    report = run_vector_scale(base_vectors, sizes, query_vectors, IVF_MIN_ROWS, workdir)
+    target = out or RESULTS / f"vector-scale-{data.name}-{embedding_model}.json"
+    markdown = to_markdown(report)
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+
+
 @bench_app.command("swap")
 def bench_swap(
     dataset: Annotated[

@@ -8,8 +8,9 @@ stored relations (co-occurrence) and, when the index has them, synonym edges bet
 A query seeds the walk with every signal it has: the entities it names (by spelling, and by meaning when the
 index stores entity name vectors; weighted by specificity, 1 / chunks mentioning them) and the top dense and
 keyword passages (the semantic and keyword retrievers' own hits, handed over within the search, or the graph's
-own seed searches when it runs alone; keyword's carry a quarter of the passage seeds' mass). The walk runs on the neighbourhood of the seeds within `WALK_HOPS` hops, hubs not
-expanded, so a query costs the same at 10k and 100k chunks. Passages are ranked by the mass the walk brought
+own seed searches when it runs alone; keyword's carry a quarter of the passage seeds' mass). The walk is
+a local push from the seeds (`graph_walk`), bounded by a tolerance and a fanout per node, so a query's cost
+follows the mass its seeds spread, not the corpus. Passages are ranked by the mass the walk brought
 them beyond their own restart share: a second-hop passage that shares no word with the question is found
 through the bridge entity the first passage mentions. Communities (global / hybrid questions) are ranked by
 the cosine of the query to their embedded report. The constants were chosen on the dev sets together
@@ -28,7 +29,7 @@ from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.stores.filters import ChunkColumns, ChunkFilters
 from hybridrag.indexing.stores.graph_index import GraphIndex
 from hybridrag.pipeline.graph_trace import GraphTrace
-from hybridrag.pipeline.graph_walk import DAMPING, walk
+from hybridrag.pipeline.graph_walk import DAMPING, Scratch, walk
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
 
 PASSAGE_SEEDS = 3  # top passages taken from each seeding retriever
@@ -63,6 +64,7 @@ class GraphRetriever:
         self._analyzer = analyzer
         self._seeders = dict(seeders or {})
         self._columns = columns
+        self._scratch = Scratch(graph.node_count)
 
     def names_in(self, text: str) -> list[str]:
         """Names of the graph's entities that `text` spells (any letter case), longest first; a name inside
@@ -149,7 +151,7 @@ class GraphRetriever:
             restart = {}
         matched = 0
         if restart:
-            nodes, mass, p = walk(g, restart)
+            nodes, mass, p = walk(g, restart, self._scratch)
             full = np.zeros(g.node_count)
             full[nodes] = mass
             trace = GraphTrace(tuple(sorted(restart)), full)

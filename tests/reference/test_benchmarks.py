@@ -473,3 +473,43 @@ def test_hot_swap_benchmark_serves_both_versions_without_a_failure(
     )  # served from a linked copy: the index is untouched
     markdown = swap.to_markdown(report)
     assert "| 0 |" in markdown and report["secondVersion"] in markdown
+
+
+def test_vector_scale_benchmark_compares_flat_codes_with_the_inverted_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    from hybridrag.benchmarks import vector_scale
+    from hybridrag.indexing.stores import quantized
+
+    monkeypatch.setattr(quantized, "IVF_LISTS_PER_SQRT", 1)
+    monkeypatch.setattr(quantized, "IVF_PROBES", 8)
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(300, 32)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    queries = base[:20] + 0.3 * rng.normal(size=(20, 32)).astype(np.float32)
+    report = vector_scale.run_vector_scale(base, [1500, 4000], queries, 2000, tmp_path)
+    small, large = report["points"]
+    assert (small["rows"], large["rows"]) == (1500, 4000) and "ivf" not in small
+    assert small["flat"]["kind"] == "sq8-rescored" and large["ivf"]["kind"] == "ivf-sq8-rescored"
+    assert large["ivf"]["lists"] == round(4000**0.5) and large["flat"]["lists"] is None
+    for m in (small["flat"], large["flat"], large["ivf"]):
+        for label in ("none", "filter0.01", "filter0.1"):
+            assert 0.0 <= m[label]["recallAt10"] <= 1.0 and m[label]["p50ms"] > 0
+        assert m["codeBytesPerRow"] >= 32
+    # Flat codes rescored exactly find the exact top ten; the filters' pages too.
+    assert large["flat"]["none"]["recallAt10"] == 1.0 and large["flat"]["filter0.1"]["recallAt10"] == 1.0
+    assert large["ivf"]["filter0.01"]["recallAt10"] == 1.0  # ~40 rows pass: answered exactly over them
+    assert list(tmp_path.iterdir()) == []  # the serving files are removed
+    assert "| 4,000 | ivf-sq8-rescored |" in vector_scale.to_markdown(report)
+    # The exact reference: a filtered top ten holds only rows the filter passes, best first.
+    mask = rng.random(4000) < 0.1
+    matrix = vector_scale.synthetic_table(base, 4000).column("vector").combine_chunks()
+    flat = matrix.values.to_numpy().reshape(4000, 32)
+    top = vector_scale.exact_top(flat, queries[:3], mask)
+    for q, rows in zip(queries[:3], top, strict=True):
+        assert mask[rows].all()
+        sims = flat[rows] @ q
+        assert list(sims) == sorted(sims, reverse=True)
+        assert sims[-1] >= np.max(np.where(mask, flat @ q, -np.inf)[~np.isin(np.arange(4000), rows)])

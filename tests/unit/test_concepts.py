@@ -105,7 +105,7 @@ def test_the_walk_follows_specific_concepts_more_than_common_ones() -> None:
     arrays = GraphArrays.derive(graph, ListOrder([c for c, _t in texts]))
     index = {e.name: i for i, e in enumerate(graph.entities)}
     ne = len(graph.entities)
-    step = arrays.transition_t.T.tocsr()
+    step = arrays.transition
     rare, common = index["rare pairing"], index["common words"]
     assert step[ne + 0, rare] > 5 * step[ne + 0, common] > 0
 

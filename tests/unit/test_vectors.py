@@ -180,13 +180,16 @@ def _clustered(n: int, dim: int, seed: int = 3) -> np.ndarray:
     return (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
 
 
-def test_quantized_scan_rescores_exactly_and_matches_exact_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _small_ivf(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inverted files from 1,000 rows, sqrt(rows) lists, 8 of them probed: the large-corpus path at test size."""
+    monkeypatch.setattr(quantized, "IVF_MIN_ROWS", 1000)
+    monkeypatch.setattr(quantized, "IVF_LISTS_PER_SQRT", 1)
+    monkeypatch.setattr(quantized, "IVF_PROBES", 8)
 
-    n, dim = 6000, 64
+
+def _write_clustered(path: Path, n: int, dim: int) -> np.ndarray:
     data = _clustered(n, dim)
-    writer = vec.VectorIndexWriter(tmp_path / "v", dim, create=True)
+    writer = vec.VectorIndexWriter(path, dim, create=True)
     writer.add(
         {
             "chunk_id": [f"c{i}" for i in range(n)],
@@ -197,13 +200,25 @@ def test_quantized_scan_rescores_exactly_and_matches_exact_search(
         },
         data,
     )
-    writer.finish()
+    built = writer.finish()
+    assert built["serving"] == quantized.serving_kind(n)
+    return data
+
+
+@pytest.mark.parametrize("kind", ["sq8-rescored", "ivf-sq8-rescored"])
+def test_quantized_scan_rescores_exactly_and_matches_exact_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    n, dim = 6000, 64
+    if kind == "ivf-sq8-rescored":
+        _small_ivf(monkeypatch)
+    data = _write_clustered(tmp_path / "v", n, dim)
     assert quantized.present(tmp_path / "v")
     # Filters broad enough to go through the code scan with a bitmap of the rows they pass.
     monkeypatch.setattr(quantized, "EXACT_FILTERED_MAX", 100)
     serving = vec.VectorIndex(tmp_path / "v", dim)
     exact = vec.VectorIndex(tmp_path / "v", dim, quantized=False)
-    assert serving.kind == "sq8-rescored" and serving.two_stage
+    assert serving.kind == kind and serving.two_stage
     rng = np.random.default_rng(5)
     found = 0
     for q in range(40):
@@ -223,6 +238,57 @@ def test_quantized_scan_rescores_exactly_and_matches_exact_search(
         assert all(int(h.chunk_id[1:]) % 2 == 1 and int(h.chunk_id[1:]) % 3 == 1 for h in fgot)
         found += len({h.chunk_id for h in fwant} & {h.chunk_id for h in fgot})
     assert found / 800 >= 0.99
+
+
+def test_an_inverted_file_probes_more_lists_under_a_selective_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One row in 50 passes: the 8 lists nearest the query hold a handful of them; the probes grow with
+    # 1 / share (here to every list), so the page is full and the same as an exact search over those rows.
+    _small_ivf(monkeypatch)
+    monkeypatch.setattr(quantized, "EXACT_FILTERED_MAX", 10)
+    n, dim = 6000, 64
+    data = _write_clustered(tmp_path / "v", n, dim)
+    q = quantized.QuantizedVectors.open(tmp_path / "v", dim)
+    assert q.kind == "ivf-sq8-rescored"
+    keep = [f"c{i}" for i in range(0, n, 50)]
+    mask = np.isin(np.asarray(q.columns.column("chunk_id").to_pylist()), keep)
+    for i in range(40):
+        unit = data[i * 37] / np.linalg.norm(data[i * 37])
+        rows, _sims, eligible = q.search(unit, 10, mask)
+        assert eligible == len(keep) and len(rows) == 10 and mask[rows].all()
+        best = np.flatnonzero(mask)[np.argsort(-(data[mask] @ unit), kind="stable")[:10]]
+        assert sorted(rows.tolist()) == sorted(best.tolist())
+    # Probes: the configured number without a filter, every list under this one.
+    assert quantized.ivf_probes(q.codes.nlist, 1.0) == 8
+    assert quantized.ivf_probes(q.codes.nlist, len(keep) / n) == q.codes.nlist
+
+
+def test_an_update_keeps_the_inverted_files_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import faiss
+
+    _small_ivf(monkeypatch)
+    n, dim = 3000, 64
+    data = _write_clustered(tmp_path / "v1", n, dim)
+    shutil.copytree(tmp_path / "v1", tmp_path / "v2")
+    writer = vec.VectorIndexWriter(tmp_path / "v2", dim, create=False)
+    writer.delete_documents(["d0", "d1", "d2"])
+    writer.finish()
+    old = faiss.read_index(str(tmp_path / "v1" / quantized.CODES))
+    new = faiss.read_index(str(tmp_path / "v2" / quantized.CODES))
+    assert new.ntotal == n - 3 and new.nlist == old.nlist
+    # The same centroids: an update adds its rows to the trained lists and runs no k-means.
+    centroids = [faiss.downcast_index(ix.quantizer).reconstruct_n(0, ix.nlist) for ix in (old, new)]
+    np.testing.assert_array_equal(centroids[0], centroids[1])
+    hits, total = vec.VectorIndex(tmp_path / "v2", dim).search(data[5], 3)
+    assert total == n - 3 and hits[0].chunk_id == "c5" and "c0" not in {h.chunk_id for h in hits}
+    # Two builds of the same rows write the same codes (a fixed sample and k-means seed).
+    _write_clustered(tmp_path / "v3", n, dim)
+    assert (tmp_path / "v3" / quantized.CODES).read_bytes() == (
+        tmp_path / "v1" / quantized.CODES
+    ).read_bytes()
 
 
 def test_an_update_rewrites_the_serving_files_and_leaves_the_linked_version_alone(tmp_path: Path) -> None:
