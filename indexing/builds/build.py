@@ -82,9 +82,12 @@ class IndexBuilder:
         embedder: Embedder | None = None,
         progress: Callable[..., Iterable[Any]] | None = None,
         passages: PassageEngine | None = None,
+        device: str = "cpu",
     ) -> None:
         self.index_dir = index_dir
         self.config = config or BuildConfig()
+        # Where passages are embedded (`embedders.DEVICES`): a property of this run, not of the index.
+        self.device = device
         self._embedder = embedder
         self._progress = progress or _no_progress
         self._passages = passages
@@ -98,7 +101,9 @@ class IndexBuilder:
         if self.config.embedding_model is None:
             return None
         if self._embedder is None:
-            self._embedder = load_embedder(self.config.embedding_model, self.config.encoder)
+            self._embedder = load_embedder(
+                self.config.embedding_model, self.config.encoder, device=self.device
+            )
         elif self._embedder.name != self.config.embedding_model:
             # The manifest records the configured model: vectors of another model would be mislabelled.
             raise ValueError(

@@ -34,7 +34,7 @@ from hybridrag.indexing.builds.build import (
     make_chunks,
 )
 from hybridrag.indexing.documents.sources import Document
-from hybridrag.indexing.models.embedders import Embedder, load_embedder
+from hybridrag.indexing.models.embedders import DEVICES, Embedder, ModelUnavailable, load_embedder
 from hybridrag.indexing.stores.filters import parse_date
 from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.indexing.stores.vectors import TABLE
@@ -71,11 +71,13 @@ class _EmbedActor:
         store_url: str | None = None,
         version: str | None = None,
         encoder: str = "torch",
+        device: str = "cpu",
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        # One intra-op thread per actor: the actor pool, not the model, spreads work over the cores.
-        self._embedder = load_embedder(model, encoder, threads=1)
+        # One intra-op thread per actor: the actor pool, not the model, spreads work over the cores (or over
+        # the GPUs: one actor per GPU).
+        self._embedder = load_embedder(model, encoder, threads=1, device=device)
         self._batch_size = batch_size
         self._remote: Any = None
         self._version = version
@@ -188,7 +190,10 @@ class RayPassages:
         actors: int | None = None,
         store_url: str | None = None,
         write_rows: int = DEFAULT_WRITE_ROWS,
+        device: str = "auto",
     ) -> None:
+        if device not in DEVICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}")
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if actors is not None and actors < 1:
@@ -200,6 +205,7 @@ class RayPassages:
         self.actors = actors
         self.store_url = store_url
         self.write_rows = write_rows
+        self.device = device
 
     def chunk_and_embed(
         self,
@@ -258,7 +264,9 @@ class RayPassages:
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
         ctx.enable_progress_bars = False
-        actors = self.actors or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        resources = ray.cluster_resources()
+        gpus = self.gpus(resources)
+        actors = self.actors or max(1, gpus or int(resources.get("CPU", 1)))
         # Documents travel as JSON: their metadata differ in shape from one to the next, Arrow columns cannot.
         items = [{"doc_index": i, "doc": json.dumps(asdict(d))} for i, d in enumerate(docs)]
         dataset: Any = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * actors)))
@@ -275,20 +283,31 @@ class RayPassages:
                 batch = min(self.write_rows, max(self.batch_size, spread))
             dataset = dataset.map_batches(
                 _EmbedActor,
-                fn_constructor_kwargs=self.actor_kwargs(config, version),
+                fn_constructor_kwargs=self.actor_kwargs(config, version, gpus > 0),
                 batch_size=batch,
                 batch_format="numpy",
                 compute=ray.data.ActorPoolStrategy(size=actors),
                 num_cpus=1,
+                num_gpus=1 if gpus else 0,
                 runtime_env={"env_vars": env} if env else None,
             )
         return list(dataset.take_all())
 
-    def actor_kwargs(self, config: BuildConfig, version: str | None) -> dict[str, Any]:
-        """What each embedding actor is made with (`version`: it writes that version's vector table)."""
+    def gpus(self, resources: dict[str, Any]) -> int:
+        """How many GPUs the embedding actors ask for (one each): the cluster's with `cuda` or `auto`, none
+        with `cpu`; `cuda` on a cluster without a GPU is an error, not a silent CPU build."""
+        gpus = int(resources.get("GPU", 0))
+        if self.device == "cuda" and not gpus:
+            raise ModelUnavailable("--device cuda: the Ray cluster has no GPU")
+        return 0 if self.device == "cpu" else gpus
+
+    def actor_kwargs(self, config: BuildConfig, version: str | None, gpu: bool = False) -> dict[str, Any]:
+        """What each embedding actor is made with (`version`: it writes that version's vector table; `gpu`:
+        it embeds on its GPU)."""
         return {
             "model": config.embedding_model,
-            "encoder": config.encoder,
+            "encoder": "torch" if gpu else config.encoder,
+            "device": "cuda" if gpu else "cpu",
             "batch_size": self.batch_size,
             "store_url": self.store_url if version is not None else None,
             "version": version,

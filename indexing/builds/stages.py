@@ -264,6 +264,7 @@ class VersionWrite:
             "dim": embedder.dim,
             # Which runtime embedded the passages (torch or onnx-int8); any of them can query the index.
             "encoder": getattr(embedder, "encoder", "torch"),
+            "device": getattr(embedder, "device", "cpu"),
             **ann,
         }
         if written is not None:

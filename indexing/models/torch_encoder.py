@@ -32,6 +32,7 @@ class SentenceTransformerEmbedder:
         self.path = path
         self._spec = spec
         self._batch_size = batch_size
+        self.device = device
         self._model = SentenceTransformer(str(path), device=device, local_files_only=True)
         get_dim = (
             getattr(self._model, "get_embedding_dimension", None)

@@ -119,10 +119,12 @@ _BUILD_HELP = {
     "engine": "Where chunks are made and embedded: local (this process) or ray (a Ray cluster; needs "
     "hybridrag[ray])",
     "address": "Address (host:port) of a running Ray cluster on a private network; default: $RAY_ADDRESS",
+    "device": "Where passages are embedded: auto (a CUDA device when torch sees one, else the CPU), cpu or cuda "
+    "(an error without one); with --engine ray, the actors ask for the cluster's GPUs, one each",
 }
 
 
-def _ray_passages(address: str | None, batch_size: int, out: str) -> Any:
+def _ray_passages(address: str | None, batch_size: int, out: str, device: str) -> Any:
     """The Ray passage engine on a running cluster (never one started here: Ray binds every interface)."""
     import importlib.util
 
@@ -138,7 +140,9 @@ def _ray_passages(address: str | None, batch_size: int, out: str) -> Any:
     from hybridrag.indexing.stores.remote import is_remote
 
     # To an object store the actors write the vector table there themselves.
-    return RayPassages(address, batch_size=batch_size, store_url=out if is_remote(out) else None)
+    return RayPassages(
+        address, batch_size=batch_size, store_url=out if is_remote(out) else None, device=device
+    )
 
 
 @index_app.command("build")
@@ -170,11 +174,12 @@ def index_build(
     ray_batch_size: Annotated[
         int, typer.Option("--ray-batch-size", min=1, help="Chunks per embedding call on a Ray actor")
     ] = 64,
+    device: Annotated[str, typer.Option("--device", help=_BUILD_HELP["device"])] = "auto",
 ) -> None:
     """Build a new index version from SOURCE and switch `current` to it atomically."""
     offline()
     from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex, tqdm_progress
-    from hybridrag.indexing.models.embedders import ENCODERS, ModelUnavailable
+    from hybridrag.indexing.models.embedders import DEVICES, ENCODERS, ModelUnavailable
 
     if not source.exists():
         raise typer.BadParameter(f"{source} does not exist", param_hint="SOURCE")
@@ -184,7 +189,9 @@ def index_build(
         raise typer.BadParameter("must be smaller than --chunk-size", param_hint="--chunk-overlap")
     if engine not in ("local", "ray"):
         raise typer.BadParameter("use local or ray", param_hint="--engine")
-    passages = _ray_passages(address, ray_batch_size, out) if engine == "ray" else None
+    if device not in DEVICES:
+        raise typer.BadParameter(f"use one of {', '.join(DEVICES)}", param_hint="--device")
+    passages = _ray_passages(address, ray_batch_size, out, device) if engine == "ray" else None
     config = BuildConfig(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
@@ -194,7 +201,12 @@ def index_build(
     )
     try:
         with _index_location(out, cache_dir) as local:
-            builder = IndexBuilder(local, config, progress=tqdm_progress(progress), passages=passages)
+            # With Ray the cluster embeds the passages (on its GPUs with cuda); here only the few reports and
+            # names are, wherever this machine can.
+            local_device = "auto" if engine == "ray" and device == "cuda" else device
+            builder = IndexBuilder(
+                local, config, progress=tqdm_progress(progress), passages=passages, device=local_device
+            )
             summary = builder.build(source)
     except ModelUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)

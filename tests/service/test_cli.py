@@ -181,3 +181,35 @@ def test_ray_engine_needs_a_running_clusters_address(tmp_path: Path, monkeypatch
     )
     assert result.exit_code == 2 and "local or ray" in result.output
     assert not (tmp_path / "i").exists()
+
+
+def test_build_device_cpu_and_auto_embed_alike_and_cuda_without_one_is_refused(tmp_path: Path) -> None:
+    """On a machine without CUDA, `--device auto` embeds on the CPU exactly as `--device cpu` does (the
+    manifest says where); `--device cuda` stops with a clear error before anything is written."""
+    import numpy as np
+
+    from hybridrag.indexing.models.embedders import cuda_available
+    from hybridrag.indexing.stores.quantized import VECTORS
+    from hybridrag.indexing.stores.versions import current_version
+
+    if cuda_available():
+        pytest.skip("this machine has a CUDA device: the refusal cannot be shown here")
+    vectors = {}
+    for device in ("cpu", "auto"):
+        out = tmp_path / device
+        args = ["--out", str(out), "--embedding-model", "minilm", "--device", device, "--json"]
+        r = runner.invoke(app, ["index", "build", str(SAMPLE_CORPUS), *args])
+        assert r.exit_code == 0, r.output
+        version = current_version(out)
+        assert version.manifest["embedding"]["device"] == "cpu"
+        vectors[device] = np.load(version.path / "vectors" / VECTORS)
+    np.testing.assert_allclose(vectors["cpu"], vectors["auto"], atol=1e-6)
+    r = runner.invoke(
+        app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(tmp_path / "c"), "--device", "cuda"]
+    )
+    assert r.exit_code == 2 and "no CUDA device" in r.output
+    assert not (tmp_path / "c" / "current").exists()
+    r = runner.invoke(
+        app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(tmp_path / "t"), "--device", "tpu"]
+    )
+    assert r.exit_code == 2 and "--device" in r.output

@@ -220,3 +220,53 @@ def test_model_flops_counts_the_matrix_products() -> None:
     assert model_flops(config, 3) == 2 * 2 * 3 * 152
     # attention grows with the square of the length, the rest linearly
     assert model_flops(config, 6) - 2 * model_flops(config, 3) == 2 * 2 * (2 * 6 * 6 * 4 - 2 * 2 * 3 * 3 * 4)
+
+
+def test_the_device_is_resolved_and_cuda_runs_the_torch_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--device`: cpu stays on the CPU; auto takes CUDA only when torch sees it; cuda without one, or the
+    int8 ONNX export on CUDA, is a clear error, never a silent CPU build."""
+    from hybridrag.indexing.builds.build import BuildConfig
+    from hybridrag.indexing.builds.distributed import RayPassages
+    from hybridrag.indexing.models import embedders
+
+    monkeypatch.setattr(embedders, "cuda_available", lambda: False)
+    assert embedders.resolve_device("cpu") == embedders.resolve_device("auto") == "cpu"
+    with pytest.raises(ModelUnavailable, match="no CUDA device"):
+        embedders.resolve_device("cuda")
+    with pytest.raises(ModelUnavailable, match="unknown device"):
+        embedders.resolve_device("tpu")
+    with pytest.raises(ModelUnavailable, match="no CUDA device"):
+        load_embedder("minilm", "auto", device="cuda")
+
+    made: list[dict[str, Any]] = []
+
+    class FakeTorchEmbedder:
+        def __init__(self, spec: Any, **kwargs: Any) -> None:
+            made.append({"name": spec.name, **kwargs})
+
+    monkeypatch.setattr(embedders, "cuda_available", lambda: True)
+    monkeypatch.setattr(embedders, "SentenceTransformerEmbedder", FakeTorchEmbedder)
+    assert embedders.resolve_device("auto") == embedders.resolve_device("cuda") == "cuda"
+    assert embedders.resolve_device("cpu") == "cpu"
+    load_embedder("minilm", "auto", device="auto")
+    load_embedder("minilm", "torch", device="cuda", batch_size=8)
+    assert made == [
+        {"name": "minilm", "device": "cuda", "batch_size": 128},
+        {"name": "minilm", "device": "cuda", "batch_size": 8},
+    ]
+    with pytest.raises(ModelUnavailable, match="int8 graph for CPUs"):
+        load_embedder("minilm", "onnx", device="cuda")
+
+    # Ray: the actors ask for the cluster's GPUs (one each) with cuda or auto, none with cpu.
+    config = BuildConfig(embedding_model="minilm", encoder="auto")
+    assert RayPassages(device="auto").gpus({"CPU": 8, "GPU": 2}) == 2
+    assert RayPassages(device="auto").gpus({"CPU": 8}) == 0
+    assert RayPassages(device="cpu").gpus({"CPU": 8, "GPU": 2}) == 0
+    with pytest.raises(ModelUnavailable, match="no GPU"):
+        RayPassages(device="cuda").gpus({"CPU": 8})
+    on_gpu = RayPassages(device="cuda").actor_kwargs(config, None, gpu=True)
+    assert (on_gpu["device"], on_gpu["encoder"]) == ("cuda", "torch")
+    on_cpu = RayPassages(device="auto").actor_kwargs(config, None)
+    assert (on_cpu["device"], on_cpu["encoder"]) == ("cpu", "auto")
+    with pytest.raises(ValueError, match="device"):
+        RayPassages(device="gpu")
