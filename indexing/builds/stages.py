@@ -28,7 +28,7 @@ from hybridrag.indexing.documents.sources import Document, SourceReport
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.filters import parse_date
-from hybridrag.indexing.stores.graph import GRAPH_FORMAT, GRAPH_JSON, ChunkMentions, Entity, GraphData
+from hybridrag.indexing.stores.graph import GRAPH_FORMAT, ChunkMentions, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
 from hybridrag.indexing.stores.graph_order import ListOrder
@@ -386,7 +386,7 @@ def entity_name_vectors(
     """Name vectors of `entities`, reusing the base version's for entities it already had (ids are
     content hashes of the normalised name, so an id names the same entity in both versions)."""
     known: dict[str, np.ndarray] = {}
-    if base is not None and (base.path / "graph" / GRAPH_JSON).is_file():
+    if base is not None and GraphData.present(base.path / "graph"):
         old_vectors = GraphData.load_entity_vectors(base.path / "graph")
         if old_vectors is not None:
             old, _ = GraphData.load(base.path / "graph")

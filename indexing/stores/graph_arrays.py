@@ -1,7 +1,8 @@
 """The graph as the service reads it: flat arrays and memory-mapped Arrow tables, written with the graph.
 
-`graph.json` stays the build's record (updates and `regraph` read it). The service maps `graph/arrays/`
-instead of parsing it into objects (at 12.5k chunks the parsed graph held ~30 KB a chunk):
+`graph.json.gz` (gzipped JSON; `graph.json` in older versions) stays the build's record (updates and
+`regraph` read it). The service maps `graph/arrays/` instead of parsing it into objects (at 12.5k chunks the
+parsed graph held ~30 KB a chunk):
 
     entities.arrow, relations.arrow   one row per entity / relation (uncompressed Arrow IPC, mapped)
     *.keys.npy                        id -> row lookups (`keys.KeyIndex`): entity ids, relation ids, names

@@ -13,7 +13,7 @@ from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.models.embedders import NO_EMBEDDING_MODEL, Embedder
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.filters import ChunkColumns, parse_date
-from hybridrag.indexing.stores.graph import GRAPH_JSON
+from hybridrag.indexing.stores.graph import GraphData
 from hybridrag.indexing.stores.graph_index import GraphIndex
 from hybridrag.indexing.stores.keyword import KeywordIndex
 from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable
@@ -108,7 +108,7 @@ def load_index(
             raise versions.IndexUnavailable(f"vector store of {version.path} is damaged: {exc}") from exc
         retrievers["semantic"] = SemanticRetriever(vectors, embedder)
     graph_dir = version.path / "graph"
-    if (graph_dir / GRAPH_JSON).is_file():
+    if GraphData.present(graph_dir):
         try:
             # The graph's chunk nodes follow the chunk table's rows, so its columns serve the graph as they are.
             graph = GraphIndex.load(graph_dir, chunks, maps)

@@ -73,7 +73,7 @@ def test_concept_mentions_type_no_chunk_and_survive_save_and_load(tmp_path: Path
     )
     IndexBuilder(tmp_path / "index", BuildConfig(embedding_model=None)).build(folder)
     path = versions.current_version(tmp_path / "index").path
-    stored = json.loads((path / "graph" / "graph.json").read_text("utf-8"))
+    stored = GraphData.read_record(path / "graph")
     assert stored["concepts"] and all("concept" not in e for e in stored["entities"])
     graph, _ = GraphData.load(path / "graph")
     assert {e.id for e in graph.entities if e.concept} == set(stored["concepts"])

@@ -141,10 +141,18 @@ def test_passages_lead_the_walk_to_the_entities_with_an_article_elsewhere(tmp_pa
     ]
     # Stored apart from the entities' fields, so code that predates the flag still loads the graph.
     graph.save(tmp_path, None)
-    stored = json.loads((tmp_path / "graph.json").read_text("utf-8"))
+    stored = GraphData.read_record(tmp_path)
     assert all("article" not in e for e in stored["entities"])
     assert sorted(stored["articles"]) == sorted(e.id for e in graph.entities if e.article)
     assert GraphData.load(tmp_path)[0].entities == graph.entities
+    # A version written before the record was gzipped (a plain graph.json) loads the same.
+    import gzip
+
+    (tmp_path / "graph.json").write_bytes(gzip.decompress((tmp_path / "graph.json.gz").read_bytes()))
+    (tmp_path / "graph.json.gz").unlink()
+    assert GraphData.present(tmp_path) and GraphData.load(tmp_path)[0].entities == graph.entities
+    graph.save(tmp_path, None)  # and a save replaces it with the compressed record
+    assert not (tmp_path / "graph.json").exists() and GraphData.read_record(tmp_path) == stored
 
 
 def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
@@ -213,7 +221,10 @@ def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
     assert morita.id in community.entity_ids and community.title and "Key entities" in community.report
     assert vectors is not None and vectors.shape == (len(graph.communities), 384)
     assert not (path / "graph.pickle").exists()
-    json.loads((path / "graph.json").read_text("utf-8"))  # plain JSON
+    import gzip
+
+    json.loads(gzip.decompress((path / "graph.json.gz").read_bytes()))  # JSON, gzipped
+    assert not (path / "graph.json").exists()
     nxg = graph.to_networkx()
     assert nxg.number_of_nodes() == len(graph.entities) and nxg.number_of_edges() == len(graph.relations)
     assert (
@@ -229,7 +240,7 @@ def test_graph_build_is_deterministic(tmp_path: Path) -> None:
     for name in ("a", "b"):
         IndexBuilder(tmp_path / name, BuildConfig(embedding_model=None)).build(SAMPLE_CORPUS)
         outputs.append(
-            (versions.current_version(tmp_path / name).path / "graph" / "graph.json").read_text("utf-8")
+            (versions.current_version(tmp_path / name).path / "graph" / "graph.json.gz").read_bytes()
         )
     assert outputs[0] == outputs[1]
 
