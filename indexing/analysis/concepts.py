@@ -19,18 +19,18 @@ spreads thin.
 
 Concepts are graph nodes typed `other` that type no chunk (node-only mentions: they are not names, so no
 `entityTypes` filter is met by them). A concept spelled as a name the corpus mentions is left to the name
-(`builds.graph_build.link_concepts`).
+(`builds.graph_build.link_corpus_names`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
-from hybridrag.indexing.analysis.phrases import sentence_words
+from hybridrag.indexing.analysis.phrases import SentenceWords, sentence_words
 
 MIN_NPMI = 0.5
 MIN_CHUNKS = 2
@@ -49,6 +49,54 @@ def _concept_word(word: str) -> bool:
     return len(word) >= MIN_CONCEPT_WORD_CHARS and word.isalpha() and word not in ENGLISH_STOPWORDS
 
 
+class ConceptCounter:
+    """`corpus_concepts` fed one chunk at a time (its sentences already split into words), so one pass over
+    the corpus' words can feed several counters."""
+
+    def __init__(self) -> None:
+        self.words: Counter[str] = Counter()
+        self.word_chunks: Counter[str] = Counter()
+        self.pairs: Counter[tuple[str, str]] = Counter()
+        self.chunks_of: Counter[tuple[str, str]] = Counter()
+        self.total = 0
+        self.docs = 0
+
+    def add(self, sentences: Iterable[SentenceWords]) -> None:
+        self.docs += 1
+        seen: set[tuple[str, str]] = set()
+        in_chunk: set[str] = set()
+        for sentence in sentences:
+            keys = sentence.keys
+            self.words.update(keys)
+            in_chunk.update(keys)
+            self.total += len(keys)
+            found = [(a, b) for a, b in pairwise(keys) if _content(a) and _content(b)]
+            self.pairs.update(found)
+            seen.update(found)
+        self.chunks_of.update(seen)
+        self.word_chunks.update(in_chunk)
+
+    def result(self, min_npmi: float = MIN_NPMI, max_share: float = MAX_CHUNK_SHARE) -> dict[str, int]:
+        """Concept phrase -> number of chunks it occurs in."""
+        words, total = self.words, self.total
+        most = max(MAX_CHUNKS_FLOOR, int(max_share * self.docs))
+        out: dict[str, int] = {
+            w: c for w, c in self.word_chunks.items() if MIN_CHUNKS <= c <= most and _concept_word(w)
+        }
+        for pair, count in self.pairs.items():
+            chunks = self.chunks_of[pair]
+            if not MIN_CHUNKS <= chunks <= most:
+                continue
+            a, b = pair
+            p_pair = count / total
+            if p_pair >= 1.0:
+                continue
+            npmi = math.log(p_pair / ((words[a] / total) * (words[b] / total))) / -math.log(p_pair)
+            if npmi >= min_npmi:
+                out[f"{a} {b}"] = chunks
+        return out
+
+
 def corpus_concepts(
     docs: Sequence[tuple[str, str]],
     min_npmi: float = MIN_NPMI,
@@ -58,37 +106,7 @@ def corpus_concepts(
 
     `docs` are (id, text) pairs, chunks counted as documents. One pass over the words, linear in them.
     """
-    words: Counter[str] = Counter()
-    word_chunks: Counter[str] = Counter()
-    pairs: Counter[tuple[str, str]] = Counter()
-    chunks_of: Counter[tuple[str, str]] = Counter()
-    total = 0
+    counter = ConceptCounter()
     for _doc_id, text in docs:
-        seen: set[tuple[str, str]] = set()
-        in_chunk: set[str] = set()
-        for sentence in sentence_words(text):
-            keys = sentence.keys
-            words.update(keys)
-            in_chunk.update(keys)
-            total += len(keys)
-            found = [(a, b) for a, b in pairwise(keys) if _content(a) and _content(b)]
-            pairs.update(found)
-            seen.update(found)
-        chunks_of.update(seen)
-        word_chunks.update(in_chunk)
-    most = max(MAX_CHUNKS_FLOOR, int(max_share * len(docs)))
-    out: dict[str, int] = {
-        w: c for w, c in word_chunks.items() if MIN_CHUNKS <= c <= most and _concept_word(w)
-    }
-    for pair, count in pairs.items():
-        chunks = chunks_of[pair]
-        if not MIN_CHUNKS <= chunks <= most:
-            continue
-        a, b = pair
-        p_pair = count / total
-        if p_pair >= 1.0:
-            continue
-        npmi = math.log(p_pair / ((words[a] / total) * (words[b] / total))) / -math.log(p_pair)
-        if npmi >= min_npmi:
-            out[f"{a} {b}"] = chunks
-    return out
+        counter.add(sentence_words(text))
+    return counter.result(min_npmi, max_share)

@@ -8,7 +8,7 @@
   two or three capitalised words otherwise read as a person's name. Only where letter case says something
   (`casing_informative`): an all-capitals or all-lower-case sentence yields no rule-based names, and a
   short title in such a casing is one name as a whole. The graph build then finds every document title's
-  name in the text whatever its case (`graph_build.link_title_names`), so the graph works on `text like this`
+  name in the text whatever its case (`graph_build.title_names`), so the graph works on `text like this`
   and `TEXT LIKE THIS` as on `Text Like This`.
 
 Surface forms are normalised (NFKC, case, possessive 's, whitespace) so that variants merge.

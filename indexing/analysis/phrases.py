@@ -4,7 +4,7 @@ Capitalisation finds names only in normally cased text. Two case-free sources co
 the words of the whole corpus folded to lower case, so `Text Like This`, `text like this` and
 `TEXT LIKE THIS` give the same names:
 
-* the corpus' own document titles (`graph_build.link_title_names` looks them up with a `NameDictionary`);
+* the corpus' own document titles (`graph_build.title_names`, looked up with a `NameDictionary`);
 * `corpus_phrases`: identifier-like words (letters with digits or an inner hyphen: "il-6", "brca1",
   "covid-19", "a380"), the names capitalisation rules read as acronyms, each in at least two passages and
   at most a small share of them (a word everywhere links nothing in particular).
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from hybridrag.indexing.analysis.entities import Mention, casing_informative, normalize_name
@@ -59,19 +59,35 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 
 
+class PhraseCounter:
+    """`corpus_phrases` fed one chunk at a time (its sentences already split into words), so one pass over
+    the corpus' words can feed several counters."""
+
+    def __init__(self) -> None:
+        self._word_docs: dict[str, set[str]] = {}
+        self._docs = 0
+
+    def add(self, doc_id: str, sentences: Iterable[SentenceWords]) -> None:
+        self._docs += 1
+        for s in sentences:
+            for k in s.keys:
+                if _IDENTIFIER.match(k):
+                    self._word_docs.setdefault(k, set()).add(doc_id)
+
+    def result(self) -> dict[str, int]:
+        most = max(PHRASE_MAX_DOCS_FLOOR, int(PHRASE_MAX_DOC_SHARE * self._docs))
+        return {k: len(d) for k, d in self._word_docs.items() if PHRASE_MIN_DOCS <= len(d) <= most}
+
+
 def corpus_phrases(docs: Sequence[tuple[str, str]]) -> dict[str, int]:
     """Case-free names of a corpus, identifier-like words: name -> number of documents it occurs in.
 
     `docs` are (id, text) pairs: chunks, counted as the documents of the share limits.
     """
-    word_docs: dict[str, set[str]] = {}
+    counter = PhraseCounter()
     for doc_id, text in docs:
-        for s in sentence_words(text):
-            for k in s.keys:
-                if _IDENTIFIER.match(k):
-                    word_docs.setdefault(k, set()).add(doc_id)
-    most = max(PHRASE_MAX_DOCS_FLOOR, int(PHRASE_MAX_DOC_SHARE * len(docs)))
-    return {k: len(d) for k, d in word_docs.items() if PHRASE_MIN_DOCS <= len(d) <= most}
+        counter.add(doc_id, sentence_words(text))
+    return counter.result()
 
 
 class NameDictionary:
@@ -88,9 +104,11 @@ class NameDictionary:
         self._longest = max((len(k.split()) for k in self.names), default=0)
         self._first_words = {k.split()[0] for k in self.names}
 
-    def find(self, text: str, mentions: Sequence[Mention]) -> list[Mention]:
+    def find(
+        self, text: str, mentions: Sequence[Mention], sentences: Sequence[SentenceWords] | None = None
+    ) -> list[Mention]:
         """Mentions of the names in `text` that `mentions` do not already record there; longest match first
-        at each word."""
+        at each word. `sentences`: `sentence_words(text)` when the caller has them already."""
         if not self.names:
             return []
         have = {(m.key, m.sentence_start) for m in mentions}
@@ -99,7 +117,7 @@ class NameDictionary:
             if m.sentence_start >= 0:
                 named.setdefault(m.sentence_start, []).append(m.key.split())
         added: list[Mention] = []
-        for s in sentence_words(text):
+        for s in sentence_words(text) if sentences is None else sentences:
             cased = self.proper and casing_informative(text[s.start : s.end])
             inside = _inside_longer_names(s.keys, named.get(s.start, []) if cased else [])
             for i, first in enumerate(s.keys):

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
-from hybridrag.indexing.analysis.concepts import corpus_concepts
+from hybridrag.indexing.analysis.concepts import ConceptCounter
 from hybridrag.indexing.analysis.entities import (
     DISAMBIGUATION,
     OTHER,
@@ -25,7 +25,7 @@ from hybridrag.indexing.analysis.entities import (
     casing_informative,
     normalize_name,
 )
-from hybridrag.indexing.analysis.phrases import NameDictionary, corpus_phrases
+from hybridrag.indexing.analysis.phrases import NameDictionary, PhraseCounter, sentence_words
 from hybridrag.indexing.analysis.text import content_hash, has_japanese
 from hybridrag.indexing.stores.graph import ChunkMentions, Community, Entity, GraphData, Relation, Synonym
 
@@ -96,8 +96,9 @@ def link_title_spans(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
 TITLE_NAME_MIN_CHARS = 3  # a one- or two-letter title ("X", "Go") would match too much text
 
 
-def link_title_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
-    """Mentions of document titles' names wherever the text spells them, in any letter case.
+def title_names(chunks: Sequence[ChunkMentions]) -> dict[str, str]:
+    """The corpus' document titles' names (key -> type), to be linked wherever text spells them, in any
+    letter case.
 
     The corpus' own titles are a dictionary of what its documents are about (a wiki's article names, a
     catalogue's product names). Each sentence's word n-grams (up to `TITLE_NAME_MAX_WORDS`) are compared
@@ -117,23 +118,43 @@ def link_title_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
                 and not has_japanese(m.key)
             ):
                 titles.setdefault(m.key, m.type)
-    return _with_names(chunks, titles, proper=True)
+    return titles
 
 
-def link_corpus_phrases(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
-    """Mentions of the corpus' case-free phrases (`phrases.corpus_phrases`), chunks counted as documents."""
-    found = corpus_phrases([(c.chunk_id, c.text) for c in chunks])
-    return _with_names(chunks, dict.fromkeys(found, OTHER), proper=False)
+def link_corpus_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
+    """Mentions of the corpus-wide names in every chunk, in this order: the titles' names (`title_names`),
+    the corpus' case-free phrases (`phrases.corpus_phrases`, chunks counted as documents), then its
+    concepts (`concepts.corpus_concepts`: node-only, typed `other`).
 
-
-def link_concepts(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
-    """Mentions of the corpus' concepts (`concepts.corpus_concepts`): node-only, typed `other`.
-
-    A concept spelled as a name the chunks already mention is left to the name, whose own rules say where it
-    links (a one-word title by its exact name only: "Paris Hilton" does not mention the city)."""
-    names = {m.key for c in chunks for m in c.mentions}
-    found = [k for k in corpus_concepts([(c.chunk_id, c.text) for c in chunks]) if k not in names]
-    return _with_names(chunks, dict.fromkeys(found, OTHER), proper=False, concepts=True)
+    A concept spelled as a name the chunks mention by then is left to the name, whose own rules say where
+    it links (a one-word title by its exact name only: "Paris Hilton" does not mention the city). Three
+    passes over the corpus' words: one counts the phrases and concepts, one links titles and phrases, one the
+    concepts (which depend on every name the second found)."""
+    phrases, concepts = PhraseCounter(), ConceptCounter()
+    for c in chunks:
+        sentences = list(sentence_words(c.text))
+        phrases.add(c.chunk_id, sentences)
+        concepts.add(sentences)
+    dictionaries = [
+        d
+        for d in (
+            NameDictionary(title_names(chunks), proper=True),
+            NameDictionary(dict.fromkeys(phrases.result(), OTHER), proper=False),
+        )
+        if d.names
+    ]
+    linked = []
+    for c in chunks:
+        if dictionaries:
+            sentences = list(sentence_words(c.text))
+            for dictionary in dictionaries:
+                added = dictionary.find(c.text, c.mentions, sentences)
+                if added:
+                    c = replace(c, mentions=[*c.mentions, *added])
+        linked.append(c)
+    names = {m.key for c in linked for m in c.mentions}
+    found = [k for k in concepts.result() if k not in names]
+    return _with_names(linked, dict.fromkeys(found, OTHER), proper=False, concepts=True)
 
 
 def _with_names(
@@ -155,7 +176,7 @@ def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
     type the chunk for filters, but as nodes the lexicon's names joined case-less passages that share only a
     country or a nationality: on HotpotQA-100 upper-cased the graph alone fell from 0.932 to 0.920 nDCG@10
     with them (in cased text, where people and organisations are nodes too, they help). The graph of such
-    text comes from the corpus' titles and phrases (`link_title_names`, `link_corpus_phrases`)."""
+    text comes from the corpus' titles, phrases and concepts (`link_corpus_names`)."""
     kept = [
         m
         for m in chunk.mentions
@@ -177,9 +198,7 @@ def article_key(title: str) -> str:
 def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
     """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities."""
     # Case-less sentences' names leave before the links: a title's name found in case-less text stays.
-    linked = link_title_spans(
-        link_concepts(link_corpus_phrases(link_title_names([_graph_mentions(c) for c in chunks])))
-    )
+    linked = link_title_spans(link_corpus_names([_graph_mentions(c) for c in chunks]))
     tally = _Tally()
     for chunk in linked:
         tally.add(chunk)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ import pyarrow as pa
 from scipy import sparse
 
 from hybridrag.indexing.analysis.entities import normalize_name
-from hybridrag.indexing.stores.graph import Community, Entity, GraphData
+from hybridrag.indexing.stores.graph import Community, Entity, GraphData, as_record
 from hybridrag.indexing.stores.graph_order import ChunkOrder
 from hybridrag.indexing.stores.graph_weights import heaviest_first, walk_matrices
 from hybridrag.indexing.stores.keys import KeyIndex
@@ -125,7 +125,8 @@ class GraphArrays:
         index = {e.id: i for i, e in enumerate(graph.entities)}
         community_of = {eid: c.id for c in graph.communities for eid in c.entity_ids}
         entities = pa.Table.from_pylist(
-            [{**asdict(e), "community": community_of.get(e.id)} for e in graph.entities], schema=ENTITY_SCHEMA
+            [{**as_record(e), "community": community_of.get(e.id)} for e in graph.entities],
+            schema=ENTITY_SCHEMA,
         )
         relations = pa.Table.from_pylist(
             [
@@ -156,7 +157,7 @@ class GraphArrays:
         return cls(
             entities,
             relations,
-            pa.Table.from_pylist([asdict(c) for c in graph.communities], schema=COMMUNITY_SCHEMA),
+            pa.Table.from_pylist([as_record(c) for c in graph.communities], schema=COMMUNITY_SCHEMA),
             KeyIndex.build(c.id for c in graph.communities),
             KeyIndex.build(e.id for e in graph.entities),
             KeyIndex.build(r.id for r in graph.relations),
