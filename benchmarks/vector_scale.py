@@ -74,19 +74,18 @@ def measure(
     folder: Path, table: Any, dim: int, queries: np.ndarray, ivf_min_rows: int, masks: dict[str, Any]
 ) -> dict[str, Any]:
     """Write the serving files of `table` into `folder` (flat or IVF by `ivf_min_rows`) and search them."""
-    from hybridrag.indexing.stores.quantized import VECTORS, QuantizedVectors, write_serving_files
+    from hybridrag.indexing.stores.quantized import CODES, QuantizedVectors, write_serving_files
 
     folder.mkdir(parents=True)
     t0 = time.perf_counter()
     kind = write_serving_files(folder, table, dim, ivf_min_rows=ivf_min_rows)
     build = time.perf_counter() - t0
     served = QuantizedVectors.open(folder, dim)
-    matrix = np.load(folder / VECTORS, mmap_mode="r")
     out: dict[str, Any] = {
         "kind": kind,
         "lists": int(getattr(served.codes, "nlist", 0)) or None,
         "buildSeconds": round(build, 1),
-        "codeBytesPerRow": round((folder / "serving-codes.faiss").stat().st_size / len(matrix), 1),
+        "codeBytesPerRow": round((folder / CODES).stat().st_size / served.rows, 1),
     }
     for label, (mask, truth) in masks.items():
         times, recall = [], []
@@ -101,7 +100,7 @@ def measure(
             "p50ms": round(percentile(times, 50), 2),
             "p95ms": round(percentile(times, 95), 2),
         }
-    del served, matrix
+    del served
     shutil.rmtree(folder)
     return out
 

@@ -13,12 +13,13 @@ the table's row order, beside it in the version's `vectors/` folder:
 
 A search scans the codes for a few hundred candidates (faiss, SIMD; a flat scan costs ~10 ms a million rows
 on one core here, so from `IVF_MIN_ROWS` rows only the `IVF_PROBES` lists nearest the query are scanned: the
-cost then grows with the square root of the rows) and rescores them with their float32 vectors, so every similarity returned is exact and only the candidate
-set is approximate (recall against exact search: benchmarks/README.md). Nothing here grows the process'
-own memory with the corpus except the codes (dim bytes a row); the rest is file-backed and reclaimable. The
-float32 rows are read with `pread`, not mapped: a mapping keeps every page a rescoring touched, with the
-kernel's fault-around neighbours (16 pages a fault), in the process' resident set, which at a million
-rows grew to most of the 1.5 GB file; read, they stay in the page cache only.
+cost then grows with the square root of the rows) and rescores them with their float32 vectors, so every
+similarity returned is exact and only the candidate set is approximate (recall against exact search:
+benchmarks/README.md). Nothing here grows the process' own memory with the corpus except the codes (dim
+bytes a row); the rest is file-backed and reclaimable. The float32 rows are read with `pread`, not mapped:
+a mapping keeps every page a rescoring touched, with the kernel's fault-around neighbours (16 pages a
+fault), in the process' resident set, which at a million rows grew to most of the 1.5 GB file; read, they
+stay in the page cache only.
 """
 
 from __future__ import annotations

@@ -21,6 +21,17 @@ from hybridrag.cli.commands import ModelOpt, offline
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
 
 
+def _sizes(text: str, option: str) -> list[int]:
+    """A comma-separated list of positive sizes, ascending and without repeats; a clear error naming `option`."""
+    try:
+        sizes = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise typer.BadParameter(f"not a list of integers: {text!r}", param_hint=option) from None
+    if not sizes or sizes[0] < 1:
+        raise typer.BadParameter("sizes must be positive integers", param_hint=option)
+    return sizes
+
+
 @bench_app.command("latency")
 def bench_latency(
     dataset: IndexedDatasetOpt,
@@ -228,12 +239,7 @@ def bench_scale(
     from hybridrag.benchmarks.scale import plot, run_scale, to_markdown
     from hybridrag.indexing.builds.build import BuildConfig
 
-    try:
-        sizes = sorted({int(x) for x in chunks.split(",") if x.strip()})
-    except ValueError:
-        raise typer.BadParameter(f"not a list of integers: {chunks!r}", param_hint="--chunks") from None
-    if not sizes or sizes[0] < 1:
-        raise typer.BadParameter("sizes must be positive integers", param_hint="--chunks")
+    sizes = _sizes(chunks, "--chunks")
     data = load_beir(dataset, split)
     queries = [data.queries[q][:1000] for q in sorted(data.queries)]
     base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
@@ -285,12 +291,7 @@ def bench_vector_scale(
     from hybridrag.indexing.stores.quantized import IVF_MIN_ROWS, VECTORS
     from hybridrag.indexing.stores.versions import current_version
 
-    try:
-        sizes = sorted({int(x) for x in rows.split(",") if x.strip()})
-    except ValueError:
-        raise typer.BadParameter(f"not a list of integers: {rows!r}", param_hint="--rows") from None
-    if not sizes or sizes[0] < 1:
-        raise typer.BadParameter("sizes must be positive integers", param_hint="--rows")
+    sizes = _sizes(rows, "--rows")
     data = load_beir(dataset, split)
     queries = [data.queries[q][:1000] for q in sorted(data.queries)][:max_queries]
     base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))

@@ -23,7 +23,7 @@ import threading
 
 import numpy as np
 
-from hybridrag.indexing.stores.csr import row_lengths
+from hybridrag.indexing.stores.csr import row_lengths, row_positions
 from hybridrag.indexing.stores.graph_index import GraphIndex
 
 # Measured against the walk this replaced on the dev sets: benchmarks/README.md, "Constants".
@@ -54,19 +54,6 @@ class Scratch:
             self._free.append(arrays)
 
 
-def _prefix_positions(
-    indptr: np.ndarray, rows: np.ndarray, most: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of the first `most[i]` entries of each row (all when shorter), and each row's count."""
-    starts = np.asarray(indptr[rows], dtype=np.int64)
-    counts = np.minimum(row_lengths(indptr, rows), most)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64), counts
-    firsts = np.cumsum(counts) - counts
-    return np.arange(total, dtype=np.int64) + np.repeat(starts - firsts, counts), counts
-
-
 def walk(
     graph: GraphIndex, restart: dict[int, float], scratch: Scratch | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -93,7 +80,8 @@ def walk(
             estimate[active] += (1.0 - DAMPING) * mass
             at = np.minimum(np.searchsorted(seeds, active), len(seeds) - 1)
             most = np.where(seeds[at] == active, SEED_FANOUT, FANOUT)
-            positions, counts = _prefix_positions(p_matrix.indptr, active, most)
+            counts = np.minimum(row_lengths(p_matrix.indptr, active), most)
+            positions = row_positions(p_matrix.indptr, active, most)
             targets = np.asarray(p_matrix.indices[positions], dtype=np.int64)
             np.add.at(residual, targets, np.repeat(DAMPING * mass, counts) * p_matrix.data[positions])
             fresh = targets[~seen[targets]]

@@ -910,7 +910,7 @@ def test_walk_paths_match_node_by_node_references(
     traversal's bound cuts a node's neighbours short; the CSR row gathers equal scipy's."""
     from scipy import sparse
 
-    from hybridrag.indexing.stores.csr import row_indices, row_lengths
+    from hybridrag.indexing.stores.csr import row_lengths, row_positions
     from hybridrag.indexing.stores.graph_index import GraphIndex
     from hybridrag.indexing.stores.mapped import ChunkTable
     from hybridrag.pipeline import graph_trace as gt
@@ -942,7 +942,12 @@ def test_walk_paths_match_node_by_node_references(
     for _ in range(50):
         m = sparse.random(60, 60, density=float(rng.uniform(0, 0.3)), format="csr", random_state=rng)
         rows = rng.integers(0, 60, size=int(rng.integers(0, 15)))
-        assert row_indices(m, rows).tolist() == m[rows].indices.tolist()
+        assert m.indices[row_positions(m.indptr, rows)].tolist() == m[rows].indices.tolist()
+        most = rng.integers(0, 4, size=len(rows))
+        ends = [min(m.indptr[r] + k, m.indptr[r + 1]) for r, k in zip(rows, most, strict=True)]
+        prefixes = [m.indices[m.indptr[r] : end] for r, end in zip(rows, ends, strict=True)]
+        want = np.concatenate(prefixes).tolist() if prefixes else []
+        assert m.indices[row_positions(m.indptr, rows, most)].tolist() == want
         assert row_lengths(m.indptr, rows).tolist() == [m[int(r)].nnz for r in rows]
 
 
