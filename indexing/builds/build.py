@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary, NothingToIndex
+from hybridrag.indexing.builds.merge import GraphMerge, merge_lock
 from hybridrag.indexing.builds.passages import (
     PassageEngine,
     Passages,
@@ -83,8 +84,11 @@ class IndexBuilder:
         progress: Callable[..., Iterable[Any]] | None = None,
         passages: PassageEngine | None = None,
         device: str = "cpu",
+        lock_wait_s: float = 0.0,
     ) -> None:
         self.index_dir = index_dir
+        # How long an update waits for another writer (a merge's publish) before it gives up.
+        self.lock_wait_s = lock_wait_s
         self.config = config or BuildConfig()
         # Where passages are embedded (`embedders.DEVICES`): a property of this run, not of the index.
         self.device = device
@@ -125,8 +129,9 @@ class IndexBuilder:
                 raise NothingToIndex(report)
             return self._write(None, docs, set(), report, stages)
 
-    def add(self, source: Path) -> BuildSummary:
-        """A new version with the documents of `source` added (a document with the same id is replaced)."""
+    def add(self, source: Path, defer_graph: bool = False) -> BuildSummary:
+        """A new version with the documents of `source` added (a document with the same id is replaced).
+        `defer_graph`: keep the current graph; the documents join it at the next merge (`merge_graph`)."""
         with self._on_current() as base:
             report = SourceReport()
             stages = Stages()
@@ -134,19 +139,23 @@ class IndexBuilder:
                 docs = _unique(iter_documents(source, report), report)
             if not docs:
                 raise NothingToIndex(report)
-            return self._write(base, docs, {d.doc_id for d in docs}, report, stages)
+            return self._write(base, docs, {d.doc_id for d in docs}, report, stages, defer_graph=defer_graph)
 
-    def delete(self, doc_ids: Sequence[str]) -> BuildSummary:
+    def delete(self, doc_ids: Sequence[str], defer_graph: bool = False) -> BuildSummary:
         """A new version without the given documents; unknown ids are an error (nothing is changed)."""
         with self._on_current() as base:
             known = set(read_table(base.path / DOCUMENTS).column("doc_id").to_pylist())
             missing = [d for d in doc_ids if d not in known]
             if missing:
                 raise KeyError(f"no such document id(s): {', '.join(missing[:10])}")
-            return self._write(base, [], set(doc_ids), SourceReport(), Stages())
+            return self._write(base, [], set(doc_ids), SourceReport(), Stages(), defer_graph=defer_graph)
 
     def apply(
-        self, new_docs: Sequence[Document], delete_ids: Sequence[str], tasks: Sequence[str] = ()
+        self,
+        new_docs: Sequence[Document],
+        delete_ids: Sequence[str],
+        tasks: Sequence[str] = (),
+        defer_graph: bool = False,
     ) -> BuildSummary:
         """One new version with `new_docs` added (replacing documents of the same id) and `delete_ids`
         removed: the documents API's batch of writes, published at once. The manifest lists `tasks` (the
@@ -156,7 +165,9 @@ class IndexBuilder:
             remove = {d for d in delete_ids if d in known} | {d.doc_id for d in new_docs}
             if not new_docs and not remove & known:
                 raise NothingToIndex(SourceReport())
-            return self._write(base, list(new_docs), remove, SourceReport(), Stages(), tasks=tasks)
+            return self._write(
+                base, list(new_docs), remove, SourceReport(), Stages(), tasks=tasks, defer_graph=defer_graph
+            )
 
     def regraph(self, synonyms: bool | None = None, reextract: bool = False) -> BuildSummary:
         """A new version whose graph is rebuilt from the stored entity mentions (and, with `synonyms`, name
@@ -173,11 +184,30 @@ class IndexBuilder:
                 self.config = replace(self.config, graph_synonyms=synonyms)
             return self._write(base, [], set(), SourceReport(), Stages(), reextract=reextract)
 
+    def merge_graph(self) -> BuildSummary | None:
+        """Bring a graph that deferred writes left behind up to date (`builds.merge`): built without the
+        writer's lock, attached to the newest version. None when it is not behind or another merge runs."""
+        with merge_lock(self.index_dir) as mine:
+            if not mine:
+                return None
+            merge = GraphMerge.take(self.index_dir, self._merge_embedder, self._progress, self.lock_wait_s)
+            if merge is None:
+                return None
+            try:
+                merge.build()
+                return merge.attach()
+            finally:
+                merge.discard()
+
+    def _merge_embedder(self, config: BuildConfig) -> Embedder | None:
+        self.config = config
+        return self._get_embedder()
+
     @contextlib.contextmanager
     def _on_current(self) -> Iterator[versions.IndexVersion]:
         """Every update's start: the writer's lock held, abandoned staging removed, the current version
         read and its recorded settings adopted (an update never changes how the index was built)."""
-        with versions.writer_lock(self.index_dir):
+        with versions.writer_lock(self.index_dir, self.lock_wait_s):
             versions.cleanup(self.index_dir)
             base = versions.current_version(self.index_dir)
             self.config = BuildConfig.from_manifest(base.manifest)
@@ -193,6 +223,7 @@ class IndexBuilder:
         stages: Stages,
         reextract: bool = False,
         tasks: Sequence[str] = (),
+        defer_graph: bool = False,
     ) -> BuildSummary:
         version = versions.new_version_name()
         if base is None:
@@ -213,6 +244,7 @@ class IndexBuilder:
             self._progress,
             passages=self._passages,
             reextract=reextract,
+            defer_graph=defer_graph,
             tasks=tasks,
             stages=stages,
         )

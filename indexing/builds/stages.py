@@ -43,7 +43,9 @@ from hybridrag.indexing.stores.tables import (
     Chunk,
     chunk_row,
     document_row,
-    read_mentions,
+    mention_segment,
+    mention_segments,
+    read_all_mentions,
     write_mentions,
     write_table,
 )
@@ -97,6 +99,8 @@ class VersionWrite:
     progress: Progress
     passages: PassageEngine | None = None
     reextract: bool = False
+    # Leave the base's graph as it is (new chunks join it, deleted ones leave it, at the next merge).
+    defer_graph: bool = False
     tasks: Sequence[str] = ()
     stages: Stages = field(default_factory=Stages)
     # What the stages share, filled in as they run.
@@ -184,8 +188,9 @@ class VersionWrite:
         if not self.config.graph:
             return
         base = self.base
-        if base is not None and (base.path / MENTIONS).is_file() and not self.reextract:
-            self.mentions = read_mentions(base.path / MENTIONS, {c.chunk_id for c in self.chunks})
+        # A write that leaves the graph behind needs the new chunks' mentions only.
+        if base is not None and not self.reextract and not self.carries_graph:
+            self.mentions = read_all_mentions(base.path, {c.chunk_id for c in self.chunks})
         extract = self.chunks if self.reextract else self.new_chunks
         with self.stages.timed("entities"):
             extractor = EntityExtractor(analyzer)
@@ -301,6 +306,8 @@ class VersionWrite:
         """The graph, its record and the arrays the service maps; returns the manifest's `graph` counts."""
         if not self.config.graph:
             return None
+        if self.carries_graph:
+            return self._carry_graph()
         chunks, embedder = self.chunks, self.embedder
         with self.stages.timed("graph"):
             graph = build_graph(
@@ -310,6 +317,8 @@ class VersionWrite:
                 for c in chunks
             )
             write_mentions(self.staging / MENTIONS, self.mentions, [c.chunk_id for c in chunks])
+            for segment in mention_segments(self.staging):  # folded into mentions.arrow
+                segment.unlink()
         community_vectors = entity_vectors = None
         if embedder is not None and graph.communities:
             with self.stages.timed("embed"):
@@ -326,10 +335,45 @@ class VersionWrite:
         return {
             "format": GRAPH_FORMAT,
             "extraction": self.extraction,
+            "builtFor": self.version,
             "entities": len(graph.entities),
             "relations": len(graph.relations),
             "communities": len(graph.communities),
             "synonyms": len(graph.synonyms),
+        }
+
+    @property
+    def carries_graph(self) -> bool:
+        """Whether this write keeps the base's graph as it is (`defer_graph`, and a base whose graph can
+        serve a later chunk table: arrays of format 5 or later)."""
+        base = self.base
+        if not (self.defer_graph and self.config.graph) or base is None or self.reextract:
+            return False
+        if not self.new_chunks and not self.removed:
+            return False
+        arrays = base.path / "graph" / GRAPH_ARRAYS
+        return GraphArrays.present(arrays) and (GraphArrays.format_of(arrays) or 0) >= 5
+
+    def _carry_graph(self) -> dict[str, Any]:
+        """The base's graph kept as it is (already in the staging copy): the write's cost follows what it
+        writes, not the corpus. Its chunk nodes keep the order they were built in (`graph_arrays`), so the
+        service serves it beside the new table: chunks deleted since are ruled out of results, chunks added
+        since are found by the other retrievers and join the graph at the next merge (`builds.merge`),
+        which reads their mentions from this write's own segment."""
+        base = self.base
+        assert base is not None
+        counts = base.manifest.get("graph") or {}
+        arrays = self.staging / "graph" / GRAPH_ARRAYS
+        with self.stages.timed("graph"):
+            if GraphArrays.chunk_order(arrays) is None:
+                GraphArrays.add_chunk_order(arrays, base.path / CHUNKS)
+            if self.new_chunks:
+                segment = mention_segment(self.staging, self.version)
+                write_mentions(segment, self.mentions, [c.chunk_id for c in self.new_chunks])
+        return {
+            **counts,
+            "extraction": self.extraction,
+            "builtFor": counts.get("builtFor", base.version),
         }
 
     def tables(self) -> None:

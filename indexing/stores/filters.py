@@ -167,6 +167,15 @@ class ChunkColumns:
             mask &= dated
         return mask
 
+    def take(self, rows: np.ndarray) -> ChunkColumns:
+        """These columns at `rows` (another order of the same chunks: a graph built for an earlier table)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return ChunkColumns(
+            self.file_ids.take(pa.array(rows)),
+            {t: column[rows] for t, column in self.by_type.items()},
+            self.seconds[rows],
+        )
+
     def of_files(self, file_ids: Sequence[str]) -> np.ndarray:
         hit = pc.is_in(self.file_ids, value_set=pa.array(list(file_ids), pa.string()))
         return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)

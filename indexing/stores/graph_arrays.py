@@ -15,10 +15,12 @@ parsed graph held ~30 KB a chunk):
     entity_rank.npy, entity_chunks.npy per entity: its place by (most mentioned, id), how many chunks name it
     name_entity.npy                   the entity of each name form in name.keys.npy
     communities.arrow                 the community reports (few, but their member lists grow with the corpus)
-    meta.json                         format and counts, checked against the chunk table
+    chunks.arrow (+ .chunk_id.keys)   the chunk ids of the chunk nodes, in node order (format 6)
+    meta.json                         format and counts
 
-Node i < entities is entity i; node entities + j is the chunk at row j of the chunk table, so the matrices
-are built at build time against the order the chunk table is written in.
+Node i < entities is entity i; node entities + j is the chunk at row j of `chunks.arrow`: the chunk table's
+order when the graph was built. A write that leaves the graph behind (`builds.stages`, until a merge) keeps
+it as it is; the service then maps graph rows to table rows by id (`graph_order.table_rows`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.feather as feather
 from scipy import sparse
 
 from hybridrag.indexing.analysis.entities import normalize_name
@@ -39,12 +42,15 @@ from hybridrag.indexing.stores.graph import Community, Entity, GraphData, as_rec
 from hybridrag.indexing.stores.graph_order import ChunkOrder
 from hybridrag.indexing.stores.graph_weights import heaviest_first, walk_matrices
 from hybridrag.indexing.stores.keys import KeyIndex
-from hybridrag.indexing.stores.mapped import take_pylist
+from hybridrag.indexing.stores.mapped import IdList, take_pylist, write_id_list
 from hybridrag.indexing.stores.memory_maps import Mappings
 
 FOLDER = "arrays"
-FORMAT = 5  # 3: chunk_relations and relation_pairs; 4: the entities' concept flag; 5: transition by row
-READABLE = (4, 5)  # a format-4 transition (transposed) is turned around when mapped
+# 3: chunk_relations and relation_pairs; 4: the entities' concept flag; 5: transition by row; 6: the graph's
+# own chunk order (a graph can serve a later version of the chunk table)
+FORMAT = 6
+READABLE = (4, 5, 6)  # a format-4 transition (transposed) is turned around when mapped
+CHUNK_ORDER = "chunks.arrow"
 
 ENTITY_SCHEMA = pa.schema(
     [
@@ -113,6 +119,9 @@ class GraphArrays:
     entity_rank: np.ndarray  # per entity: its place by (most mentioned, id)
     entity_chunks: np.ndarray  # per entity: how many chunks mention it
     chunk_count: int
+    chunk_ids: Sequence[str] | None = (
+        None  # the chunk nodes' ids (derived arrays; mapped ones: `chunk_order`)
+    )
 
     @property
     def entity_count(self) -> int:
@@ -176,6 +185,7 @@ class GraphArrays:
             rank,
             np.asarray([len(e.chunk_ids) for e in graph.entities], dtype=np.int64),
             len(order),
+            order.ids_at(range(len(order))),
         )
 
     def save(self, folder: Path) -> None:
@@ -218,8 +228,41 @@ class GraphArrays:
         }
         for name, array in arrays.items():
             np.save(folder / f"{name}.npy", array, allow_pickle=False)
+        if self.chunk_ids is None:
+            raise ValueError("saving a graph needs its chunk order")
+        write_id_list(folder / CHUNK_ORDER, self.chunk_ids, "chunk_id")
         meta = {"format": FORMAT, "chunks": self.chunk_count, "nodes": int(self.adjacency.shape[0])}
         (folder / "meta.json").write_text(json.dumps(meta), "utf-8")
+
+    @staticmethod
+    def chunk_order(folder: Path, maps: Mappings | None = None) -> IdList | None:
+        """The chunk nodes' ids as saved (format 6); None for a graph that follows its table's order."""
+        if not (folder / CHUNK_ORDER).is_file():
+            return None
+        return IdList(folder / CHUNK_ORDER, "chunk_id", maps)
+
+    @staticmethod
+    def format_of(folder: Path) -> int | None:
+        try:
+            return int(json.loads((folder / "meta.json").read_text("utf-8"))["format"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    @staticmethod
+    def add_chunk_order(folder: Path, chunk_table: Path) -> None:
+        """Give format-5 arrays (built in the order of `chunk_table`, their version's chunk table) their own
+        chunk order, making them format 6. The folder may be a hard-linked copy: meta.json is replaced."""
+        meta_path = folder / "meta.json"
+        meta = json.loads(meta_path.read_text("utf-8"))
+        if meta.get("format") != 5:
+            raise ValueError(f"graph arrays of format {meta.get('format')} need a rebuild, not a chunk order")
+        ids = feather.read_table(chunk_table, columns=["chunk_id"], memory_map=True).column("chunk_id")
+        if len(ids) != int(meta["chunks"]):
+            raise ValueError(f"the graph was built for {meta['chunks']} chunks, the table holds {len(ids)}")
+        write_id_list(folder / CHUNK_ORDER, ids.to_pylist(), "chunk_id")
+        tmp = meta_path.with_name("meta.json.tmp")
+        tmp.write_text(json.dumps({**meta, "format": FORMAT}), "utf-8")
+        tmp.replace(meta_path)
 
     @classmethod
     def present(cls, folder: Path) -> bool:

@@ -2,7 +2,7 @@
 views that read an entity, relation, community or name from its row when asked for.
 
 Node i < len(entities) is entity i; node len(entities) + j is the chunk at row j of the chunk order (the chunk
-table's own lookups). `GraphIndex.load` maps the arrays a build wrote, or derives them from graph.json for a
+table's own lookups, or the graph's own order when writes since left it behind). `GraphIndex.load` maps the arrays a build wrote, or derives them from graph.json for a
 version written before them. The walk over it lives in `pipeline.graph_walk`, the retriever in
 `pipeline.graph_retriever`.
 """
@@ -26,7 +26,7 @@ from hybridrag.indexing.stores.csr import row_lengths
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as ARRAYS
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
-from hybridrag.indexing.stores.graph_order import ChunkOrder, ListOrder
+from hybridrag.indexing.stores.graph_order import ChunkOrder, ListOrder, table_rows
 from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.memory_maps import Mappings
 
@@ -152,18 +152,34 @@ class GraphIndex:
     synonym_pairs: _SynonymPairs
     communities: _Communities
     community_by_id: _Communities
+    #: Per chunk node: its row in the chunk table, -1 once deleted; None when the graph follows the table.
+    table_rows: np.ndarray | None = None
+    #: Per chunk node: whether its chunk is still in the table (None: all are).
+    live: np.ndarray | None = None
 
     @classmethod
     def load(
         cls, folder: Path, chunk_order: ChunkOrder | Sequence[str], maps: Mappings | None = None
     ) -> GraphIndex:
-        """Map `folder/arrays` (through `maps` when given) when the build wrote it for this chunk order;
-        otherwise (a version written before) derive the same arrays in memory from graph.json."""
+        """Map `folder/arrays` (through `maps` when given); a version written before them derives the same
+        arrays in memory from graph.json. `chunk_order`: the chunk table's. A graph built for another
+        version of the table (a write left it behind) keeps its own order: `table_rows` then maps its chunk
+        nodes to the table's rows and `live` says which are still there."""
         order: ChunkOrder = ListOrder(chunk_order) if isinstance(chunk_order, Sequence) else chunk_order
         mapped = folder / ARRAYS
+        rows: np.ndarray | None = None
         if GraphArrays.present(mapped):
             arrays = GraphArrays.open(mapped, maps)
-            if arrays.chunk_count != len(order):
+            own = GraphArrays.chunk_order(mapped, maps)
+            if own is not None:
+                if len(own) != arrays.chunk_count:
+                    raise ValueError(f"the graph lists {len(own)} chunks for {arrays.chunk_count} nodes")
+                rows = table_rows(own, order)
+                if len(own) == len(order) and np.array_equal(rows, np.arange(len(own))):
+                    rows = None  # built for this table: its rows are the graph's
+                else:
+                    order = own
+            elif arrays.chunk_count != len(order):
                 raise ValueError(
                     f"the graph was built for {arrays.chunk_count} chunks, the table holds {len(order)}"
                 )
@@ -188,7 +204,14 @@ class GraphIndex:
             _SynonymPairs(arrays),
             _Communities(arrays),
             _Communities(arrays),
+            rows,
+            None if rows is None else rows >= 0,
         )
+
+    @property
+    def lagging(self) -> bool:
+        """Whether the graph was built for another version of the chunk table (a merge brings it up)."""
+        return self.table_rows is not None
 
     @property
     def adjacency(self) -> sparse.csr_matrix:

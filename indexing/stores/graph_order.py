@@ -44,3 +44,22 @@ class ListOrder:
 
     def rows(self, keys: Sequence[str]) -> np.ndarray:
         return np.array([self._row.get(k, -1) for k in keys], dtype=np.int64)
+
+
+def table_rows(graph: ChunkOrder, table: ChunkOrder) -> np.ndarray:
+    """The chunk table's row of each of the graph's chunk nodes, -1 for a chunk no longer in the table.
+
+    A graph built for an earlier version of the table (writes since leave it behind until a merge) keeps
+    its own order. Two mapped orders are joined on their ids' 64-bit hashes, vectorised (a million ids in
+    ~0.1 s; two different chunk ids sharing a hash, ~N^2 / 2^65, is not guarded); others by their ids.
+    """
+    own, other = getattr(graph, "key_index", None), getattr(table, "key_index", None)
+    if own is None or other is None:
+        return np.asarray(table.rows(graph.ids_at(range(len(graph)))), dtype=np.int64)
+    out = np.full(len(graph), -1, dtype=np.int64)
+    if not len(own.hashes) or not len(other.hashes):
+        return out
+    at = np.minimum(np.searchsorted(other.hashes, own.hashes), len(other.hashes) - 1)
+    found = np.asarray(other.hashes[at] == own.hashes)
+    out[np.asarray(own.rows)[found]] = np.asarray(other.rows)[at[found]]
+    return out

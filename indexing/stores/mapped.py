@@ -137,6 +137,11 @@ class _MappedTable:
         self._ids = self.table.column(id_column)
         self._keys = _keys(self.table, path, id_column, maps)
 
+    @property
+    def key_index(self) -> KeyIndex:
+        """The id -> row lookup (hashes sorted, with their rows)."""
+        return self._keys
+
     def row(self, key: str) -> int | None:
         return self._keys.find(key, self._ids)
 
@@ -195,6 +200,22 @@ class _MappedTable:
                 row = self.row(keys[int(i)])
                 rows[i] = -1 if row is None else row
         return rows
+
+
+class IdList(_MappedTable):
+    """A mapped list of ids in row order and its lookup (`write_id_list`): a `graph_order.ChunkOrder`."""
+
+    def __init__(self, path: Path, column: str, maps: Mappings | None = None) -> None:
+        super().__init__(path, column, maps)
+
+
+def write_id_list(path: Path, ids: Sequence[str], column: str) -> None:
+    """One string column, uncompressed (mapped), written atomically, with its key lookup beside it."""
+    table = pa.table({column: pa.array(list(ids), pa.string())})
+    tmp = path.with_name(path.name + ".tmp")
+    feather.write_feather(table, tmp, compression="uncompressed")
+    tmp.replace(path)
+    write_keys(path, list(ids), column)
 
 
 class ChunkTable(_MappedTable, Mapping[str, Chunk]):

@@ -162,6 +162,25 @@ def write_mentions(path: Path, mentions: dict[str, list[Mention]], chunk_order: 
     write_table(path, rows, MENTION_SCHEMA)
 
 
+def mention_segment(version: Path, name: str) -> Path:
+    """Where a write that leaves the graph behind keeps the mentions of the chunks it adds (`read_all_mentions`
+    reads them after mentions.arrow; a merge folds them in)."""
+    return version / f"mentions.{name}.arrow"
+
+
+def mention_segments(version: Path) -> list[Path]:
+    return sorted(version.glob("mentions.*.arrow"))
+
+
+def read_all_mentions(version: Path, keep: set[str]) -> dict[str, list[Mention]]:
+    """The mentions of the chunks in `keep`: mentions.arrow, then each write's segment in order."""
+    out: dict[str, list[Mention]] = {}
+    for path in [version / MENTIONS, *mention_segments(version)]:
+        if path.is_file():
+            out.update(read_mentions(path, keep))
+    return out
+
+
 def read_mentions(path: Path, keep: set[str]) -> dict[str, list[Mention]]:
     out: dict[str, list[Mention]] = {}
     for row in read_table(path).to_pylist():

@@ -20,6 +20,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -70,14 +71,20 @@ def new_version_name() -> str:
 
 
 @contextlib.contextmanager
-def writer_lock(index_dir: Path) -> Iterator[None]:
-    """Hold the index directory's writer lock (fails fast when another build holds it)."""
+def writer_lock(index_dir: Path, wait_s: float = 0.0) -> Iterator[None]:
+    """Hold the index directory's writer lock: fails when another build holds it for longer than `wait_s`
+    (at once by default; the service's writer waits out a merge's publish)."""
     index_dir.mkdir(parents=True, exist_ok=True)
     with open(index_dir / ".lock", "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise IndexUnavailable(f"another build or update is running on {index_dir}") from None
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise IndexUnavailable(f"another build or update is running on {index_dir}") from None
+                time.sleep(0.05)
         try:
             yield
         finally:
@@ -90,13 +97,14 @@ def staging_dir(index_dir: Path, version: str) -> Path:
     return path
 
 
-def clone_into_staging(index_dir: Path, source: Path, version: str) -> Path:
-    """A staging copy of an existing version for an incremental update.
+def clone_into_staging(index_dir: Path, source: Path, version: str, prefix: str = ".staging-") -> Path:
+    """A staging copy of an existing version for an incremental update (`prefix`: ".merge-" for a merge's
+    copy, which a write's cleanup leaves alone).
 
     Files are hard-linked where possible: tantivy and LanceDB never rewrite a data file in place, and the
     Arrow tables and manifest are rewritten whole (new inode), so the served version is never touched.
     """
-    target = index_dir / f".staging-{version}"
+    target = index_dir / f"{prefix}{version}"
 
     def link_or_copy(src: str, dst: str) -> None:
         try:

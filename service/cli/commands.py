@@ -216,12 +216,23 @@ def index_build(
     _print_summary(summary.as_dict(), as_json)
 
 
+DeferGraphOpt = Annotated[
+    bool,
+    typer.Option(
+        "--defer-graph",
+        help="Keep the current graph: the documents are searchable by keyword and meaning at once and join "
+        "the graph at the next `index merge` (a write then costs what it writes, not a graph rebuild)",
+    ),
+]
+
+
 @index_app.command("add")
 def index_add(
     source: Annotated[Path, typer.Argument(help="Documents to add (same formats as build)")],
     index: IndexOpt,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     cache_dir: CacheOpt = None,
+    defer_graph: DeferGraphOpt = False,
 ) -> None:
     """Add (or replace, by id) documents in a new version of the index."""
     offline()
@@ -230,7 +241,7 @@ def index_add(
 
     try:
         with _index_location(index, cache_dir) as local:
-            summary = IndexBuilder(local).add(source)
+            summary = IndexBuilder(local).add(source, defer_graph=defer_graph)
     except NothingToIndex as exc:
         _nothing_indexed(exc)
     except ModelUnavailable as exc:
@@ -245,6 +256,7 @@ def index_delete(
     doc_id: Annotated[list[str], typer.Option("--doc-id", help="Document id to delete (repeatable)")],
     as_json: Annotated[bool, typer.Option("--json")] = False,
     cache_dir: CacheOpt = None,
+    defer_graph: DeferGraphOpt = False,
 ) -> None:
     """Delete documents from every store, in a new version of the index."""
     offline()
@@ -252,10 +264,32 @@ def index_delete(
 
     try:
         with _index_location(index, cache_dir) as local:
-            summary = IndexBuilder(local).delete(doc_id)
+            summary = IndexBuilder(local).delete(doc_id, defer_graph=defer_graph)
     except KeyError as exc:
         typer.echo(f"error: {exc.args[0]}", err=True)
         raise typer.Exit(2) from None
+    _print_summary(summary.as_dict(), as_json)
+
+
+@index_app.command("merge")
+def index_merge(
+    index: IndexOpt,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    cache_dir: CacheOpt = None,
+) -> None:
+    """Bring a graph that deferred writes left behind up to date (what the service's merger does once
+    writes pause): a new version whose graph holds every document. Says so when there is nothing to do."""
+    offline()
+    from hybridrag.indexing.builds.build import IndexBuilder, tqdm_progress
+
+    with _index_location(index, cache_dir) as local:
+        summary = IndexBuilder(local, progress=tqdm_progress()).merge_graph()
+    if summary is None:
+        if as_json:
+            typer.echo(json.dumps({"merged": False}))
+        else:
+            typer.echo("the graph holds every document (or another merge is running): nothing to merge")
+        return
     _print_summary(summary.as_dict(), as_json)
 
 

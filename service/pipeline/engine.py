@@ -79,7 +79,7 @@ class SearchEngine(IndexLifecycle):
         retrieved, timings, probes = run_retrievers(
             self._pool, plan.index, plan.active, plan.query, plan.depth, deadline, plan.notes
         )
-        fused = self._fuse(request, retrieved, plan.weight_map)
+        fused = self._fuse(request, retrieved, plan.weight_map, plan.index)
         evidence = query_evidence({**probes, **retrieved})
         probability = (
             None  # it asks about the collection as a whole: its words need not be the corpus' own
@@ -157,7 +157,11 @@ class SearchEngine(IndexLifecycle):
         return SearchPlan(index, classification, weights, notes, active, weight_map, query, depth)
 
     def _fuse(
-        self, request: SearchRequest, retrieved: dict[str, Retrieved], weight_map: dict[str, float]
+        self,
+        request: SearchRequest,
+        retrieved: dict[str, Retrieved],
+        weight_map: dict[str, float],
+        index: LoadedIndex,
     ) -> list[FusedItem]:
         """The fused list, best first."""
         # A strategy that found nothing (the graph on text that names nothing) takes no part in the fusion:
@@ -173,7 +177,8 @@ class SearchEngine(IndexLifecycle):
         if sum(used.values()) <= 0:
             return []
         k, normalize = request.rrf_config.k, request.rrf_config.normalize_scores
-        return weighted_rrf(rankings, used, k=k, normalize=normalize, evidence=evidence)
+        unseen = _ahead_of_graph(index, rankings)
+        return weighted_rrf(rankings, used, k=k, normalize=normalize, evidence=evidence, unseen=unseen)
 
     def _check_rerank_model(self, request: SearchRequest) -> None:
         """A request may name only a cross-encoder from the server's allow-list."""
@@ -341,6 +346,17 @@ class SearchEngine(IndexLifecycle):
             request_id=request_id,
             schema_version=SCHEMA_VERSION,
         )
+
+
+def _ahead_of_graph(index: LoadedIndex, rankings: dict[str, list[str]]) -> dict[str, set[str]] | None:
+    """The other lists' passages the graph does not hold yet (written after it was built; None when it
+    holds every passage): the fusion leaves the graph's weight out of their scores."""
+    graph = index.graph
+    if graph is None or not graph.lagging or "graph" not in rankings:
+        return None
+    ids = list(dict.fromkeys(i for name, ranked in rankings.items() if name != "graph" for i in ranked))
+    rows = graph.chunks.rows(ids)
+    return {"graph": {i for i, r in zip(ids, rows.tolist(), strict=True) if r < 0 and i in index.chunks}}
 
 
 def _total(kept: list[FusedItem], fused: list[FusedItem], retrieved: dict[str, Retrieved], depth: int) -> int:

@@ -10,12 +10,17 @@ Score-weighted RRF (the service default) multiplies each term by the candidate's
 0..1 (see `score_evidence`):  w_s * e_s(d) / (k + rank_s(d)).  Plain RRF throws away how far ahead a
 strategy's top hit is; on the dev sets that cost the hybrid its lead whenever one strategy was much surer
 than the other (benchmarks/README.md has the measurements). Ranks, k, weights and the 0..1 range stay.
+
+`unseen` names, per strategy, candidates that strategy could not have ranked (a passage written after the
+graph was built, until a merge brings it in): such a candidate's sum runs over the strategies that could,
+divided by their share of the weight, so being newer than one index costs it nothing but that
+strategy's say (missing from a list otherwise means "not relevant enough").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -66,11 +71,13 @@ def weighted_rrf(
     k: int = DEFAULT_K,
     normalize: bool = True,
     evidence: Mapping[str, Sequence[float]] | None = None,
+    unseen: Mapping[str, Collection[str]] | None = None,
 ) -> list[FusedItem]:
     """Fuse ranked id lists (best first). Every ranking must have a weight; duplicates keep their first rank.
 
     `evidence`, when given, holds for some rankings a 0..1 factor per position (score-weighted RRF); a
-    ranking without one counts every position with factor 1.
+    ranking without one counts every position with factor 1. `unseen`: per ranking, ids it could not have
+    ranked (see the module's docstring); an id a ranking holds is never unseen by it.
     """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"RRF k must be an integer >= 1, got {k!r}")
@@ -104,7 +111,16 @@ def weighted_rrf(
             per[name] = rank
             e = per_rank[rank - 1] if per_rank is not None else 1.0
             scores[item] = scores.get(item, 0.0) + w * e / (k + rank)
-    best = sum(used.values()) / (k + 1)
+    total = sum(used.values())
+    for name in unseen or {}:
+        if name not in used:
+            raise ValueError(f"unseen ids for {name!r}, which is not fused")
+    if unseen and total > 0:
+        for item in scores:
+            blind = sum(used[n] for n, ids in unseen.items() if item in ids and n not in ranks[item])
+            if 0 < blind < total:
+                scores[item] *= total / (total - blind)
+    best = total / (k + 1)
     divisor = best if normalize and best > 0 else 1.0
     # Sort plain tuples, then build the items: a key function per item was most of the fusion's time.
     order = sorted((-score, best_rank[item], item) for item, score in scores.items())

@@ -81,8 +81,13 @@ class GraphRetriever:
                 kept.append(name)
         return kept
 
-    def _mask(self, filters: ChunkFilters) -> np.ndarray:
-        return self._columns.mask(filters, self.graph.chunks.rows)
+    def _mask(self, filters: ChunkFilters) -> np.ndarray | None:
+        """The chunk nodes a result may be: those passing the filters and still in the table (None: all)."""
+        live = self.graph.live
+        if not filters.active:
+            return live
+        mask = self._columns.mask(filters, self.graph.chunks.rows)
+        return mask if live is None else mask & live
 
     def _passes(self, chunk_ids: list[str], mask: np.ndarray) -> bool:
         rows = self.graph.chunks.rows(chunk_ids)
@@ -139,7 +144,7 @@ class GraphRetriever:
         g = self.graph
         filters = query.filters
         restart, notes = self.restart(query)
-        mask = self._mask(filters) if filters.active else None
+        mask = self._mask(filters)
         chunk_hits: list[Candidate] = []
         entity_hits: list[Candidate] = []
         trace = None

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.models.embedders import NO_EMBEDDING_MODEL, Embedder
@@ -45,6 +48,22 @@ class LoadedIndex:
     @property
     def version_name(self) -> str:
         return self.version.version
+
+    def graph_freshness(self) -> dict[str, Any] | None:
+        """How far writes are ahead of the graph (None without one): the version its graph was built for,
+        chunks written since that it does not hold yet, chunks it holds that were deleted since (never
+        returned). Both are 0 once a merge has caught up (`builds.merge`)."""
+        graph = self.graph
+        if graph is None:
+            return None
+        built_for = (self.version.manifest.get("graph") or {}).get("builtFor", self.version.version)
+        live = graph.live
+        held = len(graph.chunks) if live is None else int(live.sum())
+        return {
+            "builtFor": built_for,
+            "chunksAhead": len(self.chunks) - held,
+            "chunksGone": 0 if live is None else int((~live).sum()),
+        }
 
     @property
     def dim(self) -> int | None:
@@ -110,12 +129,16 @@ def load_index(
     graph_dir = version.path / "graph"
     if GraphData.present(graph_dir):
         try:
-            # The graph's chunk nodes follow the chunk table's rows, so its columns serve the graph as they are.
             graph = GraphIndex.load(graph_dir, chunks, maps)
         except (OSError, ValueError, KeyError) as exc:
             raise versions.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
         seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}
-        graph_retriever = GraphRetriever(graph, _chunk_columns(chunks, documents), analyzer, seeders)
+        columns = _chunk_columns(chunks, documents)
+        if graph.table_rows is not None:
+            # A graph left behind by writes: its chunk nodes in its own order (a deleted chunk's row is
+            # never read: `graph.live` rules it out of every result).
+            columns = columns.take(np.maximum(graph.table_rows, 0))
+        graph_retriever = GraphRetriever(graph, columns, analyzer, seeders)
         retrievers["graph"] = graph_retriever
     else:
         unavailable["graph"] = "the index was built without a knowledge graph"

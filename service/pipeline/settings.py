@@ -81,6 +81,7 @@ class WriterSettings:
     documents_batch_max: int
     documents_batch_wait_s: float
     documents_keep_tasks_s: float
+    documents_merge_after_s: float | None
 
 
 _Group = TypeVar("_Group", HttpSettings, SearchSettings, IndexSettings, WriterSettings)
@@ -149,6 +150,14 @@ class Settings(BaseSettings):
     )
     documents_batch_wait_s: float = Field(
         0.5, ge=0, le=60, description="How long the writer lets a batch gather before it applies it."
+    )
+    documents_merge_after_s: float | None = Field(
+        2.0,
+        ge=0,
+        le=86_400,
+        description="Written documents are searchable by keyword and meaning at once and join the graph "
+        "(entities, relations, communities) at a merge, run in the background once writes have paused this "
+        "long; unset (null) leaves merging to `hybridrag index merge`.",
     )
     documents_max_body_bytes: int = Field(
         50_000_000, ge=1_024, description="Largest body of a documents request (JSON or multipart)."

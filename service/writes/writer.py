@@ -4,8 +4,10 @@ A write (documents to add, files to extract, an id to delete) becomes a task: it
 are written to the task folder (fsynced) before the request is answered, so an acknowledged write survives
 a crash. One writer thread takes queued tasks in order, up to `batch_max` documents or after `batch_wait_s`,
 and applies them with `IndexBuilder.apply` as one new version (the same incremental add/delete and atomic
-publish as the CLI; to the bucket too when the service follows one). The version's manifest lists the tasks
-it holds: after a crash, a task left `running` is `succeeded` if a version holds it, else queued again. A
+publish as the CLI; to the bucket too when the service follows one) without rebuilding the graph: the
+documents are searchable by keyword and meaning at once and join the graph at the next merge, which a
+second thread runs once writes pause (`builds.merge`; writes wait for its publish only). The version's
+manifest lists the tasks it holds: after a crash, a task left `running` is `succeeded` if a version holds it, else queued again. A
 search never sees half a batch: it reads one published version.
 
 Per document, a task says what happened: added, replaced (same id, new content), unchanged (same id and
@@ -28,6 +30,7 @@ from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex
+from hybridrag.indexing.builds.merge import GraphMerge, graph_behind, merge_lock
 from hybridrag.indexing.documents.sources import (
     SUPPORTED_SUFFIXES,
     Document,
@@ -36,7 +39,8 @@ from hybridrag.indexing.documents.sources import (
     make_document,
 )
 from hybridrag.indexing.stores import versions
-from hybridrag.indexing.stores.tables import DOCUMENTS, document_from_row, read_table
+from hybridrag.indexing.stores.mapped import DocumentTable
+from hybridrag.indexing.stores.tables import DOCUMENTS
 from hybridrag.pipeline.lifecycle import IndexLifecycle
 from hybridrag.pipeline.settings import IndexSettings, WriterSettings
 from hybridrag.schemas.documents import DocumentIn, DocumentOutcome, WriteTask
@@ -44,6 +48,8 @@ from hybridrag.writes.tasks import TASKS_DIR, TaskStore, initial_outcomes, now, 
 
 log = logging.getLogger("hybridrag.writer")
 API_FILE_ID = "api"
+# How long a write waits for the index's writer lock (a merge holds it while it publishes).
+LOCK_WAIT_S = 300.0
 
 
 def document_fingerprint(doc: Document) -> str:
@@ -75,7 +81,10 @@ class DocumentWriter:
         published: Callable[[], Any] | None = None,
         tasks_dir: Path | None = None,
         keep_tasks_s: float = 7 * 86400,
+        merge_after_s: float | None = 2.0,
     ) -> None:
+        """`merge_after_s`: how long writes must pause before the graph is merged (None: never, in the
+        background; `IndexBuilder.merge_graph` or `hybridrag index merge` then does it)."""
         self.index_dir = index_dir
         self.store = TaskStore(tasks_dir or index_dir / TASKS_DIR)
         self.batch_max = batch_max
@@ -86,6 +95,12 @@ class DocumentWriter:
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.merge_after_s = merge_after_s
+        self._merger: threading.Thread | None = None
+        self._last_write = time.monotonic()
+        self._merge_wanted = True  # checked once at start, then after each write
+        # One workspace at a time (a bucket's mirror is synced and uploaded by each).
+        self._workspace_lock = threading.Lock()
         # The passage model, loaded by the first batch and kept (a model load per batch would dominate it).
         self._embedders: dict[tuple[str, str], Any] = {}
 
@@ -190,6 +205,9 @@ class DocumentWriter:
                 self.recover()
             except Exception:
                 log.exception("recovering write tasks failed")
+            if self.merge_after_s is not None:  # the writing process merges what it wrote
+                self._merger = threading.Thread(target=self._merge_loop, name="graph-merger", daemon=True)
+                self._merger.start()
             self._write_loop()
 
     def _write_loop(self) -> None:
@@ -231,8 +249,9 @@ class DocumentWriter:
             self.store.save(task)
             self.store.dequeue(task.task_id)
         try:
-            with self._workspace() as folder:
+            with self._workspace_lock, self._workspace() as folder:
                 version = self._apply(folder, batch)
+            self._last_write, self._merge_wanted = time.monotonic(), True
             # Published (and uploaded, for a bucket). The engine serves it before any task says succeeded,
             # so a caller that waited for its task finds its documents in the very next search.
             if self._published is not None:
@@ -258,14 +277,14 @@ class DocumentWriter:
         that holds the batch (the current one when nothing had to be written)."""
         base = versions.current_version(folder)
         config = BuildConfig.from_manifest(base.manifest)
-        existing = {
-            r["doc_id"]: document_fingerprint(document_from_row(r))
-            for r in read_table(base.path / DOCUMENTS).to_pylist()
-        }
+        resolved = [self._resolve(task) for task in batch]
+        # Only the documents the batch names are read (a lookup in the mapped table, not the whole table).
+        named = {d.doc_id for p in resolved for d in p.adds} | {i for p in resolved for i in p.deletes}
+        held = DocumentTable(base.path / DOCUMENTS).prefetch(sorted(named))
+        existing = {doc_id: document_fingerprint(held[doc_id]) for doc_id in named if doc_id in held}
         adds: dict[str, Document] = {}
         deletes: set[str] = set()
-        for task in batch:
-            pending = self._resolve(task)
+        for task, pending in zip(batch, resolved, strict=True):
             for doc, outcome in zip(
                 pending.adds, [o for o in task.documents if o.status == "pending"], strict=False
             ):
@@ -296,15 +315,63 @@ class DocumentWriter:
         version = base.version
         if adds or deletes:
             key = (str(config.embedding_model), config.encoder)
-            builder = IndexBuilder(folder, config, embedder=self._embedders.get(key))
+            builder = IndexBuilder(folder, config, embedder=self._embedders.get(key), lock_wait_s=LOCK_WAIT_S)
             try:
-                summary = builder.apply(list(adds.values()), sorted(deletes), [t.task_id for t in batch])
+                summary = builder.apply(
+                    list(adds.values()), sorted(deletes), [t.task_id for t in batch], defer_graph=True
+                )
                 version = summary.version
             except NothingToIndex:
                 pass
             if builder.embedder is not None:
                 self._embedders[key] = builder.embedder
         return version
+
+    # -- the merger
+    def _merge_loop(self) -> None:
+        while not self._stop.wait(0.5):
+            if not self._merge_wanted or self.store.queued_ids():
+                continue
+            if time.monotonic() - self._last_write < (self.merge_after_s or 0.0):
+                continue
+            self._merge_wanted = False  # a write during the merge asks for the next one
+            try:
+                self.merge_once()
+            except versions.IndexUnavailable as exc:  # no index yet, or the writer's lock held too long
+                log.debug("no graph merge now: %s", exc)
+                self._merge_wanted = True
+                self._stop.wait(5.0)
+            except Exception:  # a failed merge leaves the served version as it was; the next one retries
+                log.exception("graph merge failed")
+                self._merge_wanted = True
+                self._stop.wait(30.0)
+
+    def merge_once(self) -> str | None:
+        """Merge the graph when writes left it behind; returns the version published (None: nothing to do).
+        The build runs in a child process, outside the workspace lock, so writes go on meanwhile."""
+        with self._workspace_lock, self._workspace() as folder:
+            if not graph_behind(versions.current_version(folder)):
+                return None
+        with merge_lock(folder) as mine:
+            if not mine:
+                return None
+            with self._workspace_lock, self._workspace() as folder:
+                merge = GraphMerge.take(folder, _no_embedder, _quiet, LOCK_WAIT_S)
+            if merge is None:
+                return None
+            try:
+                merge.build_in_subprocess(cancel=self._stop)
+                with self._workspace_lock, self._workspace() as folder:
+                    summary = merge.attach()
+            finally:
+                merge.discard()
+        if summary is None:
+            return None
+        log.info("graph merged into %s (built for %s)", summary.version, merge.version)
+        if self._published is not None:
+            with contextlib.suppress(Exception):
+                self._published()
+        return summary.version
 
     def _resolve(self, task: WriteTask) -> PendingWrite:
         """The documents a task adds (extracted from its files, when it has files) and the ids it deletes;
@@ -346,6 +413,14 @@ class DocumentWriter:
         return PendingWrite(task, adds, list(payload.get("delete", [])))
 
 
+def _quiet(items: Any, *_args: Any, **_kwargs: Any) -> Any:
+    return items
+
+
+def _no_embedder(_config: BuildConfig) -> None:
+    return None  # the merge's child process loads its own model
+
+
 def document_from_api(doc: DocumentIn) -> Document:
     """An API document as the index keeps it (the same normalisation as a JSON-lines source)."""
     record: dict[str, Any] = {"title": doc.title, "text": doc.text, "metadata": dict(doc.metadata)}
@@ -371,6 +446,7 @@ def writer_for(settings: WriterSettings, index: IndexSettings, engine: IndexLife
         "batch_max": settings.documents_batch_max,
         "batch_wait_s": settings.documents_batch_wait_s,
         "keep_tasks_s": settings.documents_keep_tasks_s,
+        "merge_after_s": settings.documents_merge_after_s,
         "published": published,
     }
     if index.index_url is not None:

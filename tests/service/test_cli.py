@@ -27,6 +27,7 @@ runner = CliRunner()
         ["index", "build"],
         ["index", "add"],
         ["index", "delete"],
+        ["index", "merge"],
         ["index", "info"],
         ["schema", "export"],
     ],
@@ -69,6 +70,29 @@ def test_build_info_delete_via_cli(tmp_path: Path) -> None:
     assert rebuilt["version"] != summary["version"] and rebuilt["chunks"] == summary["chunks"]
     bad = runner.invoke(app, ["index", "delete", "--index", str(out), "--doc-id", "missing"])
     assert bad.exit_code == 2
+
+
+def test_deferred_add_and_delete_then_merge_via_cli(tmp_path: Path) -> None:
+    out = tmp_path / "idx"
+    build = ["index", "build", str(SAMPLE_CORPUS), "--out", str(out), "--embedding-model", "none", "--json"]
+    assert runner.invoke(app, build).exit_code == 0
+    nothing = runner.invoke(app, ["index", "merge", "--index", str(out), "--json"])
+    assert nothing.exit_code == 0 and json.loads(nothing.output) == {"merged": False}
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "note.md").write_text(
+        "# Hedy Lamarr\n\nHedy Lamarr and George Antheil patented frequency hopping."
+    )
+    added = runner.invoke(app, ["index", "add", str(extra), "--index", str(out), "--defer-graph", "--json"])
+    assert added.exit_code == 0, added.output
+    manifest = json.loads((out / "current" / "manifest.json").read_text("utf-8"))
+    assert manifest["graph"]["builtFor"] != manifest["version"]  # the graph is behind the new document
+    merged = runner.invoke(app, ["index", "merge", "--index", str(out), "--json"])
+    assert merged.exit_code == 0, merged.output
+    summary = json.loads(merged.output)
+    manifest = json.loads((out / "current" / "manifest.json").read_text("utf-8"))
+    assert summary["version"] == manifest["version"] == manifest["graph"]["builtFor"]
+    assert summary["documents"] == 13 and manifest["merge"]["graphOf"] == json.loads(added.output)["version"]
 
 
 def test_bad_options_name_the_option(tmp_path: Path) -> None:

@@ -163,3 +163,22 @@ def test_each_strategy_fetches_a_hundred_or_down_to_the_page() -> None:
     assert depth({"limit": 10}) == depth({"limit": 10}, 0.9) == depth({"limit": 10}, 0.0) == 100
     assert depth({"limit": 50, "offset": 200}) == 250
     assert depth({"limit": 10}, start=300) == 300  # a batch's merge asks for more
+
+
+def test_a_candidate_one_list_could_not_see_is_scored_by_the_others_alone() -> None:
+    """A passage newer than the graph (until a merge) is scored by the lists that could rank it, on the same
+    scale: the graph's weight is left out of its sum and the rest scaled up to the whole weight."""
+    rankings = {"keyword": ["new", "old"], "semantic": ["new", "old"], "graph": ["old"]}
+    weights = {"keyword": 0.35, "semantic": 0.35, "graph": 0.3}
+    plain = {f.id: f.score for f in weighted_rrf(rankings, weights, k=60, normalize=False)}
+    assert plain["old"] > plain["new"]  # missing from the graph's list reads as "not relevant enough"
+    fused = weighted_rrf(rankings, weights, k=60, normalize=False, unseen={"graph": {"new"}})
+    scores = {f.id: f.score for f in fused}
+    assert math.isclose(scores["new"], (0.35 / 61 + 0.35 / 61) / 0.7)
+    assert math.isclose(scores["old"], plain["old"])
+    assert fused[0].id == "new"
+    # A list that ranked the candidate is never blind to it; one that is not fused cannot be named.
+    same = weighted_rrf(rankings, weights, k=60, normalize=False, unseen={"graph": {"old"}})
+    assert {f.id: f.score for f in same} == plain
+    with pytest.raises(ValueError, match="not fused"):
+        weighted_rrf(rankings, weights, unseen={"rerank": {"new"}})
