@@ -22,6 +22,7 @@ import numpy as np
 
 from hybridrag.benchmarks.common import machine, markdown_table, now, percentile
 from hybridrag.benchmarks.loadgen import drive, read_through, rss_split, running_service
+from hybridrag.indexing.builds.stages import disk_bytes
 
 STRATEGIES = ("hybrid", "keyword", "semantic", "graph")
 RECALL_QUERIES = 100
@@ -101,12 +102,8 @@ def measure_point(
         "latency": latency,
         "pageCacheWarmed": {"bytes": warmed, "seconds": round(warm_seconds, 1)},
         "buildSeconds": (build or {}).get("totalSeconds"),
-        "bytesOnDisk": (build or {}).get("bytesOnDisk") or _du(version.path),
+        "bytesOnDisk": (build or {}).get("bytesOnDisk") or disk_bytes(version.path),
     }
-
-
-def _du(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def run_scale(

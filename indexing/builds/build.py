@@ -25,7 +25,7 @@ from hybridrag.indexing.builds.passages import (
     make_chunks,
     pages_of,
 )
-from hybridrag.indexing.builds.stages import Stages, VersionWrite, write_version
+from hybridrag.indexing.builds.stages import Stages, VersionWrite, no_progress, write_version
 from hybridrag.indexing.documents.sources import Document, SkippedItem, SourceReport, iter_documents
 from hybridrag.indexing.models.embedders import Embedder, load_embedder
 from hybridrag.indexing.stores import versions
@@ -69,10 +69,6 @@ def tqdm_progress(enabled: bool | None = None) -> Callable[..., Iterable[Any]]:
     return wrap
 
 
-def _no_progress(items: Iterable[Any], desc: str, total: int | None = None) -> Iterable[Any]:
-    return items
-
-
 class IndexBuilder:
     """Builds, extends and prunes the index in `index_dir`. Models load lazily, once."""
 
@@ -93,7 +89,7 @@ class IndexBuilder:
         # Where passages are embedded (`embedders.DEVICES`): a property of this run, not of the index.
         self.device = device
         self._embedder = embedder
-        self._progress = progress or _no_progress
+        self._progress = progress or no_progress
         self._passages = passages
 
     @property

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
-from hybridrag.indexing.builds.stages import Stages, VersionWrite
+from hybridrag.indexing.builds.stages import Stages, VersionWrite, disk_bytes, no_progress
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.tables import (
@@ -215,7 +215,7 @@ class GraphMerge:
             deleted_documents=0,
             skipped=[],
             seconds={k: round(v, 3) for k, v in self.stages.seconds.items()},
-            bytes_on_disk=sum(p.stat().st_size for p in published.path.rglob("*") if p.is_file()),
+            bytes_on_disk=disk_bytes(published.path),
         )
 
     def discard(self) -> None:
@@ -250,10 +250,6 @@ def _build_copy(
 
     config = BuildConfig.from_manifest(manifest)
     embedder = load_embedder(config.embedding_model, config.encoder) if config.embedding_model else None
-    merge = GraphMerge(Path(index_dir), versions.IndexVersion(Path(path), manifest), embedder, _as_is)
+    merge = GraphMerge(Path(index_dir), versions.IndexVersion(Path(path), manifest), embedder, no_progress)
     merge.build()
     return merge.counts, merge.stages.seconds
-
-
-def _as_is(items: Iterable[Any], *_args: Any, **_kwargs: Any) -> Iterable[Any]:
-    return items

@@ -86,6 +86,11 @@ def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 Progress = Callable[..., Iterable[Any]]
 
 
+def no_progress(items: Iterable[Any], desc: str = "", total: int | None = None) -> Iterable[Any]:
+    """A `Progress` that shows nothing (the service, tests, a merge's child process)."""
+    return items
+
+
 @dataclass(slots=True)
 class VersionWrite:
     """One new version, written stage by stage into `staging` (see the module's docstring)."""
@@ -402,7 +407,7 @@ class VersionWrite:
             deleted_documents=len(self.removed),
             skipped=[],
             seconds={k: round(v, 3) for k, v in self.stages.seconds.items()},
-            bytes_on_disk=_du(published.path),
+            bytes_on_disk=disk_bytes(published.path),
         )
 
 
@@ -451,7 +456,7 @@ def _extraction(base: versions.IndexVersion | None) -> str:
     return str((base.manifest.get("graph") or {}).get("extraction", "rules"))
 
 
-def _du(path: Path) -> int:
+def disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 

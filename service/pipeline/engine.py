@@ -355,8 +355,8 @@ def _ahead_of_graph(index: LoadedIndex, rankings: dict[str, list[str]]) -> dict[
     if graph is None or not graph.lagging or "graph" not in rankings:
         return None
     ids = list(dict.fromkeys(i for name, ranked in rankings.items() if name != "graph" for i in ranked))
-    rows = graph.chunks.rows(ids)
-    return {"graph": {i for i, r in zip(ids, rows.tolist(), strict=True) if r < 0 and i in index.chunks}}
+    ahead = (graph.chunks.rows(ids) < 0) & (index.chunks.rows(ids) >= 0)  # passages, not entities or reports
+    return {"graph": {i for i, a in zip(ids, ahead.tolist(), strict=True) if a}}
 
 
 def _total(kept: list[FusedItem], fused: list[FusedItem], retrieved: dict[str, Retrieved], depth: int) -> int:

@@ -31,6 +31,7 @@ from typing import Any
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex
 from hybridrag.indexing.builds.merge import GraphMerge, graph_behind, merge_lock
+from hybridrag.indexing.builds.stages import no_progress
 from hybridrag.indexing.documents.sources import (
     SUPPORTED_SUFFIXES,
     Document,
@@ -356,7 +357,7 @@ class DocumentWriter:
             if not mine:
                 return None
             with self._workspace_lock, self._workspace() as folder:
-                merge = GraphMerge.take(folder, _no_embedder, _quiet, LOCK_WAIT_S)
+                merge = GraphMerge.take(folder, _no_embedder, no_progress, LOCK_WAIT_S)
             if merge is None:
                 return None
             try:
@@ -411,10 +412,6 @@ class DocumentWriter:
                 task.documents[at:at] = extra
                 adds.extend(docs[1:])
         return PendingWrite(task, adds, list(payload.get("delete", [])))
-
-
-def _quiet(items: Any, *_args: Any, **_kwargs: Any) -> Any:
-    return items
 
 
 def _no_embedder(_config: BuildConfig) -> None:

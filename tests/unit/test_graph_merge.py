@@ -241,6 +241,17 @@ def _corpus_docs(count: int) -> list[Document]:
     ]
 
 
+def _built(tmp_path: Path, docs: list[Document], copies: int = 1) -> list[Path]:
+    """Index folders built from `docs` (no embedding model, one build, then copied)."""
+    rows = [{"_id": d.doc_id, "title": d.title, "text": d.text} for d in docs]
+    first = tmp_path / "idx0"
+    IndexBuilder(first, BuildConfig(embedding_model=None)).build(jsonl_corpus(tmp_path / "src", rows))
+    folders = [first]
+    for i in range(1, copies):
+        folders.append(Path(shutil.copytree(first, tmp_path / f"idx{i}", symlinks=True)))
+    return folders
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_random_sequence_of_deferred_writes_merges_to_what_eager_writes_give(
     tmp_path: Path, seed: int
@@ -251,12 +262,7 @@ def test_a_random_sequence_of_deferred_writes_merges_to_what_eager_writes_give(
     rng = random.Random(seed)
     config = BuildConfig(embedding_model=None)
     docs = _corpus_docs(24)
-    first = jsonl_corpus(
-        tmp_path / "src", [{"_id": d.doc_id, "title": d.title, "text": d.text} for d in docs[:8]]
-    )
-    deferred_dir, eager_dir = tmp_path / "deferred", tmp_path / "eager"
-    IndexBuilder(deferred_dir, config).build(first)
-    shutil.copytree(deferred_dir, eager_dir, symlinks=True)
+    deferred_dir, eager_dir = _built(tmp_path, docs[:8], copies=2)
     held = {d.doc_id: d for d in docs[:8]}
     waiting = docs[8:]
     deferred, eager = IndexBuilder(deferred_dir, config), IndexBuilder(eager_dir, config)
@@ -297,13 +303,9 @@ def test_a_random_sequence_of_deferred_writes_merges_to_what_eager_writes_give(
 def test_a_merge_killed_at_any_moment_leaves_a_published_version_and_the_next_one_completes(
     tmp_path: Path,
 ) -> None:
-    index_dir = tmp_path / "idx"
     config = BuildConfig(embedding_model=None)
     docs = _corpus_docs(12)
-    source = jsonl_corpus(
-        tmp_path / "src", [{"_id": d.doc_id, "title": d.title, "text": d.text} for d in docs[:6]]
-    )
-    IndexBuilder(index_dir, config).build(source)
+    [index_dir] = _built(tmp_path, docs[:6])
     IndexBuilder(index_dir, config).apply(docs[6:], ["doc0"], defer_graph=True)
     behind = versions.current_version(index_dir)
     cmd = [sys.executable, "-m", "hybridrag.cli", "index", "merge", "--index", str(index_dir), "--json"]
@@ -330,12 +332,7 @@ def test_a_merge_built_in_a_child_process_attaches_the_same_graph_and_can_be_can
 ) -> None:
     config = BuildConfig(embedding_model=None)
     docs = _corpus_docs(10)
-    source = jsonl_corpus(
-        tmp_path / "src", [{"_id": d.doc_id, "title": d.title, "text": d.text} for d in docs[:6]]
-    )
-    index_dir, eager_dir = tmp_path / "idx", tmp_path / "eager"
-    IndexBuilder(index_dir, config).build(source)
-    shutil.copytree(index_dir, eager_dir, symlinks=True)
+    index_dir, eager_dir = _built(tmp_path, docs[:6], copies=2)
     IndexBuilder(index_dir, config).apply(docs[6:], ["doc1"], defer_graph=True)
     IndexBuilder(eager_dir, config).apply(docs[6:], ["doc1"])
 
