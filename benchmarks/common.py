@@ -119,8 +119,12 @@ def regraph_if_older(index_dir: Path, config: Any = None) -> bool:
     graph = version.manifest.get("graph") or {}
     embedding = version.manifest.get("embedding") or {}
     old_graph = graph.get("format", 1) < GRAPH_FORMAT
-    old_storage = (bool(embedding) and not embedding.get("serving")) or not GraphArrays.present(
-        version.path / "graph" / GRAPH_ARRAYS
+    arrays = version.path / "graph" / GRAPH_ARRAYS
+    # Arrays before format 5 cannot serve a later chunk table: a write into them would rebuild the graph.
+    old_storage = (
+        (bool(embedding) and not embedding.get("serving"))
+        or not GraphArrays.present(arrays)
+        or (GraphArrays.format_of(arrays) or 0) < 5
     )
     old_extraction = graph.get("extraction", "rules") != packaged_extraction_version()
     if not (old_graph or old_storage or old_extraction):

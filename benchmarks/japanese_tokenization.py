@@ -24,12 +24,12 @@ VARIANTS: dict[str, tuple[bool, float]] = {
 def run(dataset_dir: Path, split: str, index_dir: Path) -> dict[str, Any]:
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.stores.keyword import KeywordIndex
-    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
     from hybridrag.indexing.stores.versions import current_version
 
     dataset = load_beir(dataset_dir, split)
     version = current_version(index_dir)
-    table = read_table(version.path / CHUNKS).select(["chunk_id", "doc_id"]).to_pydict()
+    table = read_version_table(version.path, CHUNKS).select(["chunk_id", "doc_id"]).to_pydict()
     to_doc = dict(zip(table["chunk_id"], table["doc_id"], strict=True))
     analyzer = Analyzer()
     results = {}

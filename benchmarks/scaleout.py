@@ -224,11 +224,11 @@ def _vectors(version: Path) -> dict[str, np.ndarray]:
 def compare(local: Path, remote: Path, dataset: BeirDataset, model: str) -> dict[str, Any]:
     """How far two index versions are from being the same index (and the same search results)."""
     from hybridrag.benchmarks.quality import run_strategy
-    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
     from hybridrag.pipeline.engine import SearchEngine
     from hybridrag.pipeline.settings import Settings
 
-    chunk_ids = [read_table(p / CHUNKS).column("chunk_id").to_pylist() for p in (local, remote)]
+    chunk_ids = [read_version_table(p, CHUNKS).column("chunk_id").to_pylist() for p in (local, remote)]
     with_vectors = model != "none"
     va, vb = (_vectors(local), _vectors(remote)) if with_vectors else ({}, {})
     same_graph = all(

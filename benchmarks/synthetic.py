@@ -55,13 +55,13 @@ class ReplayEmbedder:
 def write_corpus(base_index: Path, chunks: int, out: Path) -> dict[str, np.ndarray]:
     """Write `out/corpus/part-*.jsonl` with `chunks` one-chunk documents; returns embedding text -> vector."""
     from hybridrag.indexing.builds.build import embedding_text
-    from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, read_version_table
     from hybridrag.indexing.stores.vectors import TABLE, _connect
     from hybridrag.indexing.stores.versions import current_version
 
     version = current_version(base_index).path
-    titles = {r["doc_id"]: r["title"] or "" for r in read_table(version / DOCUMENTS).to_pylist()}
-    rows = read_table(version / CHUNKS).select(["chunk_id", "doc_id", "text"]).to_pylist()
+    titles = {r["doc_id"]: r["title"] or "" for r in read_version_table(version, DOCUMENTS).to_pylist()}
+    rows = read_version_table(version, CHUNKS).select(["chunk_id", "doc_id", "text"]).to_pylist()
     table = _connect(version / "vectors").open_table(TABLE).to_arrow().select(["chunk_id", "vector"])
     stored = dict(
         zip(

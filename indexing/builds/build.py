@@ -29,14 +29,8 @@ from hybridrag.indexing.builds.stages import Stages, VersionWrite, no_progress, 
 from hybridrag.indexing.documents.sources import Document, SkippedItem, SourceReport, iter_documents
 from hybridrag.indexing.models.embedders import Embedder, load_embedder
 from hybridrag.indexing.stores import versions
-from hybridrag.indexing.stores.tables import (
-    CHUNKS,
-    DOCUMENTS,
-    Chunk,
-    chunk_from_row,
-    document_from_row,
-    read_table,
-)
+from hybridrag.indexing.stores.mapped import DocumentTable
+from hybridrag.indexing.stores.tables import DOCUMENTS
 
 __all__ = [
     "BuildConfig",
@@ -140,7 +134,7 @@ class IndexBuilder:
     def delete(self, doc_ids: Sequence[str], defer_graph: bool = False) -> BuildSummary:
         """A new version without the given documents; unknown ids are an error (nothing is changed)."""
         with self._on_current() as base:
-            known = set(read_table(base.path / DOCUMENTS).column("doc_id").to_pylist())
+            known = DocumentTable(base.path / DOCUMENTS)
             missing = [d for d in doc_ids if d not in known]
             if missing:
                 raise KeyError(f"no such document id(s): {', '.join(missing[:10])}")
@@ -157,9 +151,9 @@ class IndexBuilder:
         removed: the documents API's batch of writes, published at once. The manifest lists `tasks` (the
         ids of the writes it holds), so after a crash a write can be told applied or not by the versions."""
         with self._on_current() as base:
-            known = set(read_table(base.path / DOCUMENTS).column("doc_id").to_pylist())
+            known = DocumentTable(base.path / DOCUMENTS)  # mapped: the ids are looked up, not read
             remove = {d for d in delete_ids if d in known} | {d.doc_id for d in new_docs}
-            if not new_docs and not remove & known:
+            if not new_docs and not remove:
                 raise NothingToIndex(SourceReport())
             return self._write(
                 base, list(new_docs), remove, SourceReport(), Stages(), tasks=tasks, defer_graph=defer_graph
@@ -183,6 +177,7 @@ class IndexBuilder:
     def merge_graph(self) -> BuildSummary | None:
         """Bring a graph that deferred writes left behind up to date (`builds.merge`): built without the
         writer's lock, attached to the newest version. None when it is not behind or another merge runs."""
+        versions.current_version(self.index_dir)  # no index there: IndexUnavailable, and nothing created
         with merge_lock(self.index_dir) as mine:
             if not mine:
                 return None
@@ -203,6 +198,7 @@ class IndexBuilder:
     def _on_current(self) -> Iterator[versions.IndexVersion]:
         """Every update's start: the writer's lock held, abandoned staging removed, the current version
         read and its recorded settings adopted (an update never changes how the index was built)."""
+        versions.current_version(self.index_dir)  # no index there: IndexUnavailable, and nothing created
         with versions.writer_lock(self.index_dir, self.lock_wait_s):
             versions.cleanup(self.index_dir)
             base = versions.current_version(self.index_dir)
@@ -224,12 +220,8 @@ class IndexBuilder:
         version = versions.new_version_name()
         if base is None:
             staging = versions.staging_dir(self.index_dir, version)
-            old_docs: list[Document] = []
-            old_chunks: list[Chunk] = []
         else:
             staging = versions.clone_into_staging(self.index_dir, base.path, version)
-            old_docs = [document_from_row(r) for r in read_table(base.path / DOCUMENTS).to_pylist()]
-            old_chunks = [chunk_from_row(r) for r in read_table(base.path / CHUNKS).to_pylist()]
         write = VersionWrite(
             self.index_dir,
             staging,
@@ -244,7 +236,7 @@ class IndexBuilder:
             tasks=tasks,
             stages=stages,
         )
-        summary = write_version(write, old_docs, old_chunks, new_docs, remove_ids, report)
+        summary = write_version(write, new_docs, remove_ids, report)
         versions.cleanup(self.index_dir)
         return summary
 

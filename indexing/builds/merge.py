@@ -13,6 +13,10 @@ steps so that writes wait for its publish only:
 3. `GraphMerge.attach` (writer's lock held): the newest version cloned, its graph replaced by the merged one,
    published. Writes made during the build are still behind the merged graph (it keeps its own chunk order,
    `stores.graph_arrays`), and the next merge takes them.
+
+Step 2 also compacts the copy's tables and vector serving files (the segments and tombstones writes added,
+`stores.segments`, `stores.vector_segments`), and step 3 takes them too when no write came in between: a
+pause in writes leaves every store as a full build writes it.
 """
 
 from __future__ import annotations
@@ -24,16 +28,17 @@ import os
 import shutil
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
 from hybridrag.indexing.builds.stages import Stages, VersionWrite, disk_bytes, no_progress
 from hybridrag.indexing.models.embedders import Embedder
-from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores import quantized, segments, vector_segments, versions
 from hybridrag.indexing.stores.tables import (
     CHUNKS,
     DOCUMENTS,
@@ -41,8 +46,10 @@ from hybridrag.indexing.stores.tables import (
     chunk_from_row,
     mention_segments,
     read_all_mentions,
-    read_table,
+    read_version_table,
+    table_segments,
 )
+from hybridrag.indexing.stores.vectors import LANCE_FOLDER, vector_table
 
 MERGE_PREFIX = ".merge-"
 MERGE_LOCK = ".merge.lock"
@@ -114,8 +121,8 @@ class GraphMerge:
         """Step 2: the graph of the copy's chunks, as a full build makes it, written into the copy."""
         path, manifest = self.snapshot.path, self.snapshot.manifest
         config = BuildConfig.from_manifest(manifest)
-        docs = read_table(path / DOCUMENTS).select(["doc_id", "title"]).to_pylist()
-        chunks = [chunk_from_row(r) for r in read_table(path / CHUNKS).to_pylist()]
+        docs = read_version_table(path, DOCUMENTS).select(["doc_id", "title"]).to_pylist()
+        chunks = [chunk_from_row(r) for r in read_version_table(path, CHUNKS).to_pylist()]
         write = VersionWrite(
             self.index_dir,
             path,
@@ -126,11 +133,23 @@ class GraphMerge:
             self.progress,
             stages=self.stages,
         )
-        write.chunks = chunks
+        write.loaded, write.chunks = True, chunks
         write.titles = {d["doc_id"]: d["title"] for d in docs}
         write.mentions = read_all_mentions(path, {c.chunk_id for c in chunks})
         write.extraction = str((manifest.get("graph") or {}).get("extraction", ""))
         self.counts = write.graph()
+        with self.stages.timed("compact"):
+            for name in (DOCUMENTS, CHUNKS):
+                segments.compact(path, name)
+            dim = (manifest.get("embedding") or {}).get("dim")
+            if dim is not None and quantized.present(path / "vectors"):
+                table = vector_table(path / "vectors")
+                # The fragments and versions every write appended to LanceDB, folded and dropped (in
+                # the copy: the versions it was linked from keep theirs).
+                with warnings.catch_warnings():  # "concurrent readers would fail": the copy has none
+                    warnings.simplefilter("ignore", UserWarning)
+                    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+                vector_segments.compact(path / "vectors", table, int(dim))
 
     def build_in_subprocess(self, cancel: threading.Event | None = None) -> None:
         """`build` in a child process at low priority: the service's writes and searches keep their
@@ -181,10 +200,8 @@ class GraphMerge:
                     shutil.rmtree(staging / "graph")
                     os.rename(self.snapshot.path / "graph", staging / "graph")
                     if current.version == self.version:
-                        # The same chunks: the writes' mention segments folded into one table too.
-                        for segment in mention_segments(staging):
-                            segment.unlink()
-                        os.replace(self.snapshot.path / MENTIONS, staging / MENTIONS)
+                        # The same chunks: the writes' segments folded too (mentions, tables, vectors).
+                        self._adopt_compacted(staging)
                     manifest = {
                         **current.manifest,
                         "version": version,
@@ -217,6 +234,19 @@ class GraphMerge:
             seconds={k: round(v, 3) for k, v in self.stages.seconds.items()},
             bytes_on_disk=disk_bytes(published.path),
         )
+
+    def _adopt_compacted(self, staging: Path) -> None:
+        copy = self.snapshot.path
+        for segment in mention_segments(staging):
+            segment.unlink()
+        os.replace(copy / MENTIONS, staging / MENTIONS)
+        for name in (DOCUMENTS, CHUNKS):
+            if not table_segments(copy, name):
+                segments.adopt_compacted(copy, staging, name)
+        if quantized.present(copy / "vectors") and not vector_segments.segment_names(copy / "vectors"):
+            vector_segments.adopt_compacted(copy / "vectors", staging / "vectors")
+            shutil.rmtree(staging / "vectors" / LANCE_FOLDER)
+            os.rename(copy / "vectors" / LANCE_FOLDER, staging / "vectors" / LANCE_FOLDER)
 
     def discard(self) -> None:
         shutil.rmtree(self.snapshot.path, ignore_errors=True)

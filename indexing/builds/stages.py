@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+import pyarrow as pa
 
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import EntityExtractor, Mention, chunk_types
@@ -26,14 +27,14 @@ from hybridrag.indexing.builds.graph_build import build_graph, synonym_pairs
 from hybridrag.indexing.builds.passages import PassageEngine, WrittenVectors, embedding_text, make_chunks
 from hybridrag.indexing.documents.sources import Document, SourceReport
 from hybridrag.indexing.models.embedders import Embedder
-from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores import segments, versions
 from hybridrag.indexing.stores.filters import parse_date
 from hybridrag.indexing.stores.graph import GRAPH_FORMAT, ChunkMentions, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
 from hybridrag.indexing.stores.graph_order import ListOrder
 from hybridrag.indexing.stores.keyword import KeywordIndexWriter, KeywordRow
-from hybridrag.indexing.stores.mapped import write_keys
+from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable, write_keys
 from hybridrag.indexing.stores.tables import (
     CHUNK_SCHEMA,
     CHUNKS,
@@ -41,11 +42,15 @@ from hybridrag.indexing.stores.tables import (
     DOCUMENTS,
     MENTIONS,
     Chunk,
+    chunk_from_row,
     chunk_row,
+    document_from_row,
     document_row,
     mention_segment,
     mention_segments,
     read_all_mentions,
+    read_version_table,
+    table_segments,
     write_mentions,
     write_table,
 )
@@ -110,9 +115,14 @@ class VersionWrite:
     stages: Stages = field(default_factory=Stages)
     # What the stages share, filled in as they run.
     new_docs: list[Document] = field(default_factory=list)
-    docs: list[Document] = field(default_factory=list)
+    remove_ids: set[str] = field(default_factory=set)
     removed: list[Document] = field(default_factory=list)
+    # Every document and chunk the new version keeps, as objects: only what needs them reads them
+    # (`load_all`: a full graph build, a re-extraction, a table written anew); a deferred write does not.
+    loaded: bool = False
+    docs: list[Document] = field(default_factory=list)
     chunks: list[Chunk] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
     new_chunks: list[Chunk] = field(default_factory=list)
     new_vectors: np.ndarray | None = None
     given_mentions: dict[str, list[Mention]] | None = None
@@ -129,15 +139,9 @@ class VersionWrite:
     def create(self) -> bool:
         return self.base is None
 
-    def run(
-        self,
-        old_docs: list[Document],
-        old_chunks: list[Chunk],
-        new_docs: list[Document],
-        remove_ids: set[str],
-    ) -> BuildSummary:
+    def run(self, new_docs: list[Document], remove_ids: set[str]) -> BuildSummary:
         """Every stage in order, then publish; returns what the new version holds."""
-        self.chunk(old_docs, old_chunks, new_docs, remove_ids)
+        self.chunk(new_docs, remove_ids)
         analyzer = Analyzer(self.config.sudachi_mode)
         self.entities(analyzer)
         self.keyword(analyzer)
@@ -152,23 +156,17 @@ class VersionWrite:
             "config": asdict(self.config),
             "analyzer": analyzer.settings(),
             "embedding": embedding,
-            "counts": {"documents": len(self.docs), "chunks": len(self.chunks)},
+            "counts": self.counts,
             "graph": graph_counts,
             "stageSeconds": {k: round(v, 3) for k, v in self.stages.seconds.items()},
             "engine": self.passages.name if self.passages is not None else "local",
         }
         return self.publish()
 
-    def chunk(
-        self,
-        old_docs: list[Document],
-        old_chunks: list[Chunk],
-        new_docs: list[Document],
-        remove_ids: set[str],
-    ) -> None:
+    def chunk(self, new_docs: list[Document], remove_ids: set[str]) -> None:
         """The new documents' chunks (and vectors and mentions, when the passage engine makes them), and the
-        documents and chunks the new version keeps."""
-        self.new_docs = new_docs
+        documents the write removes (`remove_ids` held by the base: deleted or replaced)."""
+        self.new_docs, self.remove_ids = new_docs, remove_ids
         if self.passages is not None and new_docs:
             with self.stages.timed("chunk+embed"):
                 made = self.passages.chunk_and_embed(
@@ -180,9 +178,26 @@ class VersionWrite:
             with self.stages.timed("chunk"):
                 for doc in self.progress(new_docs, "chunk", len(new_docs)):
                     self.new_chunks.extend(make_chunks(doc, self.config))
-        self.removed = [d for d in old_docs if d.doc_id in remove_ids]
-        self.docs = [d for d in old_docs if d.doc_id not in remove_ids] + new_docs
-        self.chunks = [c for c in old_chunks if c.doc_id not in remove_ids] + self.new_chunks
+        if self.base is not None and remove_ids:
+            held = DocumentTable(self.base.path / DOCUMENTS).prefetch(sorted(remove_ids))
+            self.removed = [held[i] for i in sorted(remove_ids) if i in held]
+        self.titles = {d.doc_id: d.title for d in new_docs}
+        self.dates = {d.doc_id: parse_date(d.date) for d in new_docs}
+        if self.base is None:
+            self.loaded, self.docs, self.chunks = True, list(new_docs), list(self.new_chunks)
+
+    def load_all(self) -> None:
+        """Every document and chunk the new version keeps as objects, with their titles and dates: the
+        base's (its table and segments) that the write does not remove, then the new ones."""
+        if self.loaded:
+            return
+        self.loaded = True
+        assert self.base is not None
+        gone = self.remove_ids
+        old_docs = read_version_table(self.base.path, DOCUMENTS).to_pylist()
+        self.docs = [document_from_row(r) for r in old_docs if r["doc_id"] not in gone] + self.new_docs
+        old_chunks = read_version_table(self.base.path, CHUNKS).to_pylist()
+        self.chunks = [chunk_from_row(r) for r in old_chunks if r["doc_id"] not in gone] + self.new_chunks
         self.titles = {d.doc_id: d.title for d in self.docs}
         self.dates = {d.doc_id: parse_date(d.date) for d in self.docs}
 
@@ -193,8 +208,11 @@ class VersionWrite:
         if not self.config.graph:
             return
         base = self.base
+        if self.reextract:
+            self.load_all()
         # A write that leaves the graph behind needs the new chunks' mentions only.
         if base is not None and not self.reextract and not self.carries_graph:
+            self.load_all()
             self.mentions = read_all_mentions(base.path, {c.chunk_id for c in self.chunks})
         extract = self.chunks if self.reextract else self.new_chunks
         with self.stages.timed("entities"):
@@ -216,10 +234,8 @@ class VersionWrite:
             self.extraction = "mixed"
 
     def _extract(self, extractor: EntityExtractor, extract: list[Chunk]) -> None:
-        title_docs = {c.doc_id for c in extract}
-        title_mentions = {
-            d.doc_id: extractor.extract_title(d.title) for d in self.docs if d.doc_id in title_docs
-        }
+        title_docs = sorted({c.doc_id for c in extract})
+        title_mentions = {doc_id: extractor.extract_title(self.titles[doc_id]) for doc_id in title_docs}
         pieces = [extract[i : i + EXTRACT_BATCH] for i in range(0, len(extract), EXTRACT_BATCH)]
         for piece in self.progress(pieces, "entities", len(pieces)):
             found = extractor.extract_many([c.text for c in piece])
@@ -262,12 +278,15 @@ class VersionWrite:
                 raise ValueError(f"the engine wrote {written.rows} vectors for {len(self.new_chunks)} chunks")
         vw = VectorIndexWriter(self.staging / "vectors", embedder.dim, create=self.create and written is None)
         if self.removed:
-            vw.delete_documents([d.doc_id for d in self.removed])
+            vw.delete_documents([d.doc_id for d in self.removed], self._removed_chunk_ids())
         if written is None:
             self._embed_new_chunks(vw, embedder)
         with self.stages.timed("vectors"):
             vw.set_entity_types({c.chunk_id: c.entity_types for c in self.retyped})
-            ann = vw.finish()
+            # An update's rows go into a segment of the serving files (rows the engine wrote are not known
+            # here: those files are written anew).
+            segment = self.version if base is not None and written is None else None
+            ann = vw.finish(segment=segment)
         embedding = {
             "model": self.config.embedding_model,
             "name": embedder.name,
@@ -282,6 +301,12 @@ class VersionWrite:
             # Files already on the object store, byte for byte (remote.RemoteIndex.upload skips them).
             self.manifest_extra[versions.WRITTEN_TO_STORE] = written_files
         return embedding
+
+    def _removed_chunk_ids(self) -> list[str]:
+        """The base's passages of the documents this write removes (looked up, not scanned)."""
+        assert self.base is not None
+        table = ChunkTable(self.base.path / CHUNKS)
+        return [c.chunk_id for d in self.removed for c in table.of_doc(d.doc_id)]
 
     def _embed_new_chunks(self, vw: VectorIndexWriter, embedder: Embedder) -> None:
         chunks, dates = self.new_chunks, self.dates
@@ -313,6 +338,7 @@ class VersionWrite:
             return None
         if self.carries_graph:
             return self._carry_graph()
+        self.load_all()
         chunks, embedder = self.chunks, self.embedder
         with self.stages.timed("graph"):
             graph = build_graph(
@@ -371,7 +397,8 @@ class VersionWrite:
         arrays = self.staging / "graph" / GRAPH_ARRAYS
         with self.stages.timed("graph"):
             if GraphArrays.chunk_order(arrays) is None:
-                GraphArrays.add_chunk_order(arrays, base.path / CHUNKS)
+                ids = read_version_table(base.path, CHUNKS, memory_map=True).column("chunk_id")
+                GraphArrays.add_chunk_order(arrays, ids)
             if self.new_chunks:
                 segment = mention_segment(self.staging, self.version)
                 write_mentions(segment, self.mentions, [c.chunk_id for c in self.new_chunks])
@@ -382,14 +409,44 @@ class VersionWrite:
         }
 
     def tables(self) -> None:
-        docs, chunks, dates, staging = self.docs, self.chunks, self.dates, self.staging
+        """The documents and chunks tables: the base's with this write's rows appended as a segment (or,
+        when it removes rows, written anew in Arrow: `stores.segments`); written whole from the objects for
+        a new index, a re-extraction (types of kept chunks change) or a base table of an older schema."""
+        staging, dates = self.staging, self.dates
         with self.stages.timed("tables"):
-            write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA, "uncompressed")
-            rows = [chunk_row(c, dates[c.doc_id]) for c in chunks]
-            write_table(staging / CHUNKS, rows, CHUNK_SCHEMA, "uncompressed")
-            write_keys(staging / DOCUMENTS, [d.doc_id for d in docs], "doc_id")
-            write_keys(staging / CHUNKS, [c.chunk_id for c in chunks], "chunk_id")
-            write_keys(staging / CHUNKS, [c.doc_id for c in chunks], "doc_id")
+            whole = (
+                self.base is None
+                or self.reextract
+                or not segments.appendable(staging, DOCUMENTS, DOCUMENT_SCHEMA)
+                or not segments.appendable(staging, CHUNKS, CHUNK_SCHEMA)
+            )
+            if whole:
+                self._whole_tables()
+            else:
+                gone = sorted(d.doc_id for d in self.removed)  # held by the base: no scan when none
+                new_docs = pa.Table.from_pylist([document_row(d) for d in self.new_docs], DOCUMENT_SCHEMA)
+                segments.update_table(staging, DOCUMENTS, new_docs, self.version, ["doc_id"], "doc_id", gone)
+                rows = [chunk_row(c, dates[c.doc_id]) for c in self.new_chunks]
+                new_chunks = pa.Table.from_pylist(rows, CHUNK_SCHEMA)
+                keys = ["chunk_id", "doc_id"]
+                segments.update_table(staging, CHUNKS, new_chunks, self.version, keys, "doc_id", gone)
+            self.counts = {
+                "documents": read_version_table(staging, DOCUMENTS, memory_map=True).num_rows,
+                "chunks": read_version_table(staging, CHUNKS, memory_map=True).num_rows,
+            }
+
+    def _whole_tables(self) -> None:
+        self.load_all()
+        docs, chunks, dates, staging = self.docs, self.chunks, self.dates, self.staging
+        for name in (DOCUMENTS, CHUNKS):
+            for path in table_segments(staging, name):
+                path.unlink()
+        write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA, "uncompressed")
+        rows = [chunk_row(c, dates[c.doc_id]) for c in chunks]
+        write_table(staging / CHUNKS, rows, CHUNK_SCHEMA, "uncompressed")
+        write_keys(staging / DOCUMENTS, [d.doc_id for d in docs], "doc_id")
+        write_keys(staging / CHUNKS, [c.chunk_id for c in chunks], "chunk_id")
+        write_keys(staging / CHUNKS, [c.doc_id for c in chunks], "doc_id")
 
     def publish(self) -> BuildSummary:
         """The manifest written last, the version renamed into place and `current` switched."""
@@ -401,8 +458,8 @@ class VersionWrite:
         return BuildSummary(
             version=self.version,
             path=str(published.path),
-            documents=len(self.docs),
-            chunks=len(self.chunks),
+            documents=self.counts.get("documents", 0),
+            chunks=self.counts.get("chunks", 0),
             added_documents=len(self.new_docs),
             deleted_documents=len(self.removed),
             skipped=[],
@@ -412,16 +469,11 @@ class VersionWrite:
 
 
 def write_version(
-    write: VersionWrite,
-    old_docs: list[Document],
-    old_chunks: list[Chunk],
-    new_docs: list[Document],
-    remove_ids: set[str],
-    report: SourceReport,
+    write: VersionWrite, new_docs: list[Document], remove_ids: set[str], report: SourceReport
 ) -> BuildSummary:
     """Run `write`; on any failure its staging directory is removed and nothing is published."""
     try:
-        summary = write.run(old_docs, old_chunks, new_docs, remove_ids)
+        summary = write.run(new_docs, remove_ids)
     except BaseException:
         shutil.rmtree(write.staging, ignore_errors=True)
         raise

@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.feather as feather
 from scipy import sparse
 
 from hybridrag.indexing.analysis.entities import normalize_name
@@ -249,14 +248,13 @@ class GraphArrays:
             return None
 
     @staticmethod
-    def add_chunk_order(folder: Path, chunk_table: Path) -> None:
-        """Give format-5 arrays (built in the order of `chunk_table`, their version's chunk table) their own
-        chunk order, making them format 6. The folder may be a hard-linked copy: meta.json is replaced."""
+    def add_chunk_order(folder: Path, ids: pa.ChunkedArray) -> None:
+        """Give format-5 arrays (built in the order of `ids`, their version's chunk ids) their own chunk
+        order, making them format 6. The folder may be a hard-linked copy: meta.json is replaced."""
         meta_path = folder / "meta.json"
         meta = json.loads(meta_path.read_text("utf-8"))
         if meta.get("format") != 5:
             raise ValueError(f"graph arrays of format {meta.get('format')} need a rebuild, not a chunk order")
-        ids = feather.read_table(chunk_table, columns=["chunk_id"], memory_map=True).column("chunk_id")
         if len(ids) != int(meta["chunks"]):
             raise ValueError(f"the graph was built for {meta['chunks']} chunks, the table holds {len(ids)}")
         write_id_list(folder / CHUNK_ORDER, ids.to_pylist(), "chunk_id")

@@ -41,6 +41,26 @@ class KeyIndex:
         order = np.lexsort((np.arange(len(hashes)), hashes))
         return cls(hashes[order], order.astype(np.int64))
 
+    def appended(self, keys: Sequence[str]) -> KeyIndex:
+        """This index with `keys` added as the rows after its own (a table segment's ids): one insertion of
+        their sorted hashes, not a new sort of every hash."""
+        new = KeyIndex.build(keys)
+        if not len(new):
+            return self
+        at = np.searchsorted(self.hashes, new.hashes, side="right")  # after an equal hash's older rows
+        return KeyIndex(
+            np.insert(np.asarray(self.hashes), at, new.hashes),
+            np.insert(np.asarray(self.rows), at, new.rows + len(self.hashes)),
+        )
+
+    def kept(self, keep: np.ndarray) -> KeyIndex:
+        """This index of the rows `keep` (a boolean mask over the rows) passes, numbered as they are once
+        the others are removed from the table."""
+        renumber = np.cumsum(keep, dtype=np.int64) - 1
+        rows = np.asarray(self.rows)
+        held = keep[rows]
+        return KeyIndex(np.asarray(self.hashes)[held], renumber[rows[held]])
+
     @classmethod
     def load(cls, path: Path, maps: Mappings | None = None) -> KeyIndex:
         """Mapped from disk (through `maps` when given, so its pages are released with the version's)."""

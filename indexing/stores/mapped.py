@@ -20,7 +20,7 @@ import pyarrow.feather as feather
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.memory_maps import Mappings
-from hybridrag.indexing.stores.tables import Chunk, chunk_from_row, document_from_row
+from hybridrag.indexing.stores.tables import Chunk, chunk_from_row, document_from_row, table_files
 
 
 def keys_path(table_path: Path, column: str) -> Path:
@@ -130,9 +130,19 @@ class Prefetched(Mapping[str, T], Generic[T]):
         return len(self.table)
 
 
+def _map(path: Path, maps: Mappings | None) -> pa.Table:
+    return maps.arrow(path) if maps is not None else feather.read_table(path, memory_map=True)
+
+
 class _MappedTable:
-    def __init__(self, path: Path, id_column: str, maps: Mappings | None = None) -> None:
-        self.table = maps.arrow(path) if maps is not None else feather.read_table(path, memory_map=True)
+    def __init__(
+        self, path: Path, id_column: str, maps: Mappings | None = None, segmented: bool = False
+    ) -> None:
+        """`segmented`: a version's table, read with the segments writes appended beside it (`tables`)."""
+        files = table_files(path.parent, path.name) if segmented else [path]
+        parts = [_map(f, maps) for f in files]
+        # Concatenated without a copy: each file's batches stay mapped.
+        self.table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         self._id_column = id_column
         self._ids = self.table.column(id_column)
         self._keys = _keys(self.table, path, id_column, maps)
@@ -222,7 +232,7 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
     """chunks.arrow: a `Mapping` from chunk id to `Chunk`, each read from its row when asked for."""
 
     def __init__(self, path: Path, maps: Mappings | None = None) -> None:
-        super().__init__(path, "chunk_id", maps)
+        super().__init__(path, "chunk_id", maps, segmented=True)
         self._docs = _keys(self.table, path, "doc_id", maps)
 
     def __getitem__(self, chunk_id: str) -> Chunk:
@@ -254,7 +264,7 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
     """documents.arrow: a `Mapping` from document id to `Document`, read from its row when asked for."""
 
     def __init__(self, path: Path, maps: Mappings | None = None) -> None:
-        super().__init__(path, "doc_id", maps)
+        super().__init__(path, "doc_id", maps, segmented=True)
         self._sorted: np.ndarray | None = None
 
     def __getitem__(self, doc_id: str) -> Document:

@@ -127,9 +127,21 @@ def present(folder: Path) -> bool:
     return all((folder / name).is_file() for name in FILES)
 
 
-def write_serving_files(folder: Path, table: Any, dim: int, ivf_min_rows: int | None = None) -> str:
+def file_name(name: str, segment: str | None) -> str:
+    """A serving file's name; a segment's (`vector_segments`) carries the version that wrote it:
+    serving-codes.faiss -> serving-codes.<segment>.faiss."""
+    if segment is None:
+        return name
+    stem, ext = name.split(".", 1)
+    return f"{stem}.{segment}.{ext}"
+
+
+def write_serving_files(
+    folder: Path, table: Any, dim: int, ivf_min_rows: int | None = None, segment: str | None = None
+) -> str:
     """Write the serving files of a LanceDB table (`chunk_id`, filter columns, `vector`); returns their kind
     (`serving_kind`: flat codes, or an inverted file from `ivf_min_rows` rows, default `IVF_MIN_ROWS`).
+    `segment`: the files of a write's segment (`vector_segments`: always flat codes), not the base's.
 
     Every file is written under a temporary name and renamed, so a version sharing files with this one
     through hard links (an update's staging copy) never sees one change.
@@ -138,10 +150,11 @@ def write_serving_files(folder: Path, table: Any, dim: int, ivf_min_rows: int | 
 
     data: pa.Table = table.to_arrow() if hasattr(table, "to_arrow") else table
     n = data.num_rows
-    kind = serving_kind(n, ivf_min_rows)
+    kind = FLAT_KIND if segment is not None else serving_kind(n, ivf_min_rows)
+    names = {name: file_name(name, segment) for name in FILES}
     vectors = data.column("vector").combine_chunks()
     flat = vectors.values.to_numpy(zero_copy_only=False)
-    tmp_vectors = folder / (VECTORS + ".tmp")
+    tmp_vectors = folder / (names[VECTORS] + ".tmp")
     matrix = np.lib.format.open_memmap(tmp_vectors, mode="w+", dtype=np.float32, shape=(n, dim))
     for lo in range(0, n, BLOCK):
         block = np.asarray(flat[lo * dim : min(n, lo + BLOCK) * dim], dtype=np.float32).reshape(-1, dim)
@@ -149,7 +162,8 @@ def write_serving_files(folder: Path, table: Any, dim: int, ivf_min_rows: int | 
         matrix[lo : lo + len(block)] = block / np.where(norms > 0, norms, 1.0)
     matrix.flush()
     if n:
-        index = _trained_codes(folder, n, dim, kind) or _new_codes(matrix, n, dim, kind)
+        trained = _trained_codes(folder, n, dim, kind) if segment is None else None
+        index = trained or _new_codes(matrix, n, dim, kind)
         for lo in range(0, n, BLOCK):
             index.add(np.ascontiguousarray(matrix[lo : lo + BLOCK]))
     else:
@@ -157,18 +171,18 @@ def write_serving_files(folder: Path, table: Any, dim: int, ivf_min_rows: int | 
             dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
         )
     del matrix
-    tmp_codes = folder / (CODES + ".tmp")
+    tmp_codes = folder / (names[CODES] + ".tmp")
     faiss.write_index(index, str(tmp_codes))
     columns = data.select(list(FILTER_COLUMNS)).combine_chunks()
-    tmp_columns = folder / (COLUMNS + ".tmp")
+    tmp_columns = folder / (names[COLUMNS] + ".tmp")
     with pa.OSFile(str(tmp_columns), "wb") as sink, pa.ipc.new_file(sink, columns.schema) as writer:
         writer.write_table(columns)
     keys = KeyIndex.build(columns.column("chunk_id").to_pylist())
-    keys.save(folder / KEYS)
-    os.replace(tmp_columns, folder / COLUMNS)
-    os.replace(tmp_codes, folder / CODES)
+    keys.save(folder / names[KEYS])
+    os.replace(tmp_columns, folder / names[COLUMNS])
+    os.replace(tmp_codes, folder / names[CODES])
     # The vectors last: a folder with every file present is complete.
-    os.replace(tmp_vectors, folder / VECTORS)
+    os.replace(tmp_vectors, folder / names[VECTORS])
     return kind
 
 
@@ -222,16 +236,18 @@ class QuantizedVectors:
     keys: KeyIndex
 
     @classmethod
-    def open(cls, folder: Path, dim: int, maps: Mappings | None = None) -> QuantizedVectors:
+    def open(
+        cls, folder: Path, dim: int, maps: Mappings | None = None, segment: str | None = None
+    ) -> QuantizedVectors:
         """The codes read into memory, the filter columns and keys mapped (through `maps` when given),
-        the float32 rows read when rescored."""
+        the float32 rows read when rescored. `segment`: a write's segment's files (`vector_segments`)."""
         import faiss
 
         maps = maps or Mappings()
-        matrix = RowFile(folder / VECTORS)
-        codes = faiss.read_index(str(folder / CODES))
-        columns = maps.arrow(folder / COLUMNS)
-        keys = KeyIndex.load(folder / KEYS, maps)
+        matrix = RowFile(folder / file_name(VECTORS, segment))
+        codes = faiss.read_index(str(folder / file_name(CODES, segment)))
+        columns = maps.arrow(folder / file_name(COLUMNS, segment))
+        keys = KeyIndex.load(folder / file_name(KEYS, segment), maps)
         n = matrix.shape[0]
         if matrix.shape[1] != dim or codes.d != dim:
             raise ValueError(f"serving vectors of {folder} are not {dim}-d")

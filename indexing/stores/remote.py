@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.manifest import Manifest
 
 SCHEMES = ("s3", "gs", "gcs", "az", "abfs")
 CURRENT = "current"
@@ -141,6 +142,17 @@ class RemoteIndex:
     def manifest(self, version: str) -> dict[str, Any] | None:
         data = self._read(self.path("versions", version, versions.MANIFEST))
         return json.loads(data) if data is not None else None
+
+    def lineage(self, limit: int = 64) -> Iterator[Manifest]:
+        """The manifests of `current` and its parents, newest first (at most `limit`): the versions whose
+        writes the bucket serves. A version uploaded but never made current is not among them."""
+        name = self.current()
+        for _ in range(limit):
+            data = self.manifest(name) if name is not None else None
+            if data is None:
+                return
+            yield Manifest.parse(data)
+            name = data.get("parent")
 
     # -- versions
     def upload(self, version: versions.IndexVersion, progress: Any = None) -> None:

@@ -1,4 +1,10 @@
-"""Documents and chunks as Arrow IPC files: the source of truth for text, offsets and metadata."""
+"""Documents and chunks as Arrow IPC files: the source of truth for text, offsets and metadata.
+
+A version's table is a base file and the segments later writes appended beside it, read in order as one
+table: `chunks.arrow`, then `chunks.<version>.arrow` of each write that only added rows (so a write of one
+document writes its rows, not the whole table again). A write that removes rows writes the table anew, in
+Arrow (no row becomes a Python object), and so does a fold of segments (`indexing.builds.segments`).
+"""
 
 from __future__ import annotations
 
@@ -75,7 +81,29 @@ def write_table(path: Path, rows: list[dict[str, Any]], schema: pa.Schema, compr
 
 
 def read_table(path: Path) -> pa.Table:
+    """One Arrow file, read whole (a version's table with its segments: `read_version_table`)."""
     return feather.read_table(path, memory_map=False)
+
+
+def segment_path(version: Path, name: str, segment: str) -> Path:
+    """The segment `segment` (the version that wrote it) of table `name`: chunks.arrow -> chunks.<segment>.arrow."""
+    return version / f"{name.split('.')[0]}.{segment}.arrow"
+
+
+def table_segments(version: Path, name: str) -> list[Path]:
+    """The segments of table `name` in `version`, oldest first (their names sort as the versions do)."""
+    return sorted(version.glob(f"{name.split('.')[0]}.*.arrow"))
+
+
+def table_files(version: Path, name: str) -> list[Path]:
+    """Every file of table `name` in `version`, in row order: the base, then its segments."""
+    return [version / name, *table_segments(version, name)]
+
+
+def read_version_table(version: Path, name: str, memory_map: bool = False) -> pa.Table:
+    """Table `name` of `version` with its segments, as one table (the segments' batches follow the base's)."""
+    parts = [feather.read_table(f, memory_map=memory_map) for f in table_files(version, name)]
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
 
 def document_row(doc: Document) -> dict[str, Any]:
@@ -165,11 +193,11 @@ def write_mentions(path: Path, mentions: dict[str, list[Mention]], chunk_order: 
 def mention_segment(version: Path, name: str) -> Path:
     """Where a write that leaves the graph behind keeps the mentions of the chunks it adds (`read_all_mentions`
     reads them after mentions.arrow; a merge folds them in)."""
-    return version / f"mentions.{name}.arrow"
+    return segment_path(version, MENTIONS, name)
 
 
 def mention_segments(version: Path) -> list[Path]:
-    return sorted(version.glob("mentions.*.arrow"))
+    return table_segments(version, MENTIONS)
 
 
 def read_all_mentions(version: Path, keep: set[str]) -> dict[str, list[Mention]]:

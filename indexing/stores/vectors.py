@@ -17,15 +17,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from hybridrag.indexing.stores import vector_segments
 from hybridrag.indexing.stores.filters import ChunkFilters, filter_mask, filter_sql, sql_list
 from hybridrag.indexing.stores.memory_maps import Mappings
-from hybridrag.indexing.stores.quantized import (
-    QuantizedVectors,
-    present,
-    write_serving_files,
-)
+from hybridrag.indexing.stores.quantized import QuantizedVectors, present
+from hybridrag.indexing.stores.vector_segments import ServingVectors
 
 TABLE = "chunks"
+LANCE_FOLDER = f"{TABLE}.lance"  # the table's folder in a version's vectors/
 ANN_THRESHOLD = 50_000
 HNSW_EF = 150
 REFINE_FACTOR = 5
@@ -81,6 +80,11 @@ def _connect(path: Path) -> Any:
     return lancedb.connect(str(path))
 
 
+def vector_table(path: Path) -> Any:
+    """The LanceDB table of a version's `vectors/` folder (the source of truth of its serving files)."""
+    return _connect(path).open_table(TABLE)
+
+
 class VectorIndexWriter:
     """Creates or updates the LanceDB table of one index version."""
 
@@ -92,17 +96,27 @@ class VectorIndexWriter:
             self._table = self._db.create_table(TABLE, schema=vector_schema(dim), mode="overwrite")
         else:
             self._table = self._db.open_table(TABLE)
+        # What this write changed, for the serving files (`vector_segments.update`).
+        self._added: list[pa.Table] = []
+        self._removed: list[str] = []
+        self._rewrite = False  # the serving files written anew (types changed, rows unknown)
 
     def add(self, rows: dict[str, Sequence[Any]], vectors: np.ndarray) -> None:
         if len(vectors) == 0:
             return
         if vectors.shape[1] != self.dim:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the index has {self.dim}")
-        self._table.add(vector_rows(rows, vectors))
+        table = vector_rows(rows, vectors)
+        self._table.add(table)
+        self._added.append(table)
 
-    def delete_documents(self, doc_ids: Sequence[str]) -> None:
+    def delete_documents(self, doc_ids: Sequence[str], chunk_ids: Sequence[str] | None = None) -> None:
+        """Delete the documents' rows; `chunk_ids`, their passages, are tombstoned in the serving files
+        (without them, the serving files are written anew)."""
         if doc_ids:
             self._table.delete(f"doc_id IN ({sql_list(doc_ids)})")
+            self._removed.extend(chunk_ids or ())
+            self._rewrite = self._rewrite or chunk_ids is None
 
     def set_entity_types(self, types: dict[str, Sequence[str]]) -> None:
         """New entity types for existing rows (by chunk id); vectors and the other columns are kept."""
@@ -117,13 +131,20 @@ class VectorIndexWriter:
         )
         # Only the given columns are written; matched rows keep the rest.
         self._table.merge_insert("chunk_id").when_matched_update_all().execute(update)
+        self._rewrite = True
 
-    def finish(self, ann: bool = False) -> dict[str, Any]:
-        """Write the serving files (`indexing.quantized`: int8 codes to scan, float32 vectors to rescore);
-        with `ann`, also LanceDB's own ANN and scalar indexes when the table is large enough (the service
-        reads the serving files, so a build leaves them out). Returns what was built."""
+    def finish(self, ann: bool = False, segment: str | None = None) -> dict[str, Any]:
+        """Write the serving files (`indexing.quantized`: int8 codes to scan, float32 vectors to rescore):
+        with `segment` (the version being written), as a segment and tombstones beside the base's
+        (`vector_segments`), else anew. With `ann`, also LanceDB's own ANN and scalar indexes when the table
+        is large enough (the service reads the serving files, so a build leaves them out). Returns what was
+        built."""
         rows = int(self._table.count_rows())
-        kind = write_serving_files(self._path, self._table, self.dim)
+        if segment is None or self._rewrite:
+            kind = vector_segments.rewrite(self._path, self._table, self.dim)
+        else:
+            added = pa.concat_tables(self._added) if self._added else None
+            kind = vector_segments.update(self._path, self._table, self.dim, segment, added, self._removed)
         built: dict[str, Any] = {"rows": rows, "ann": None, "serving": kind}
         if ann and rows >= ANN_THRESHOLD:
             from lancedb.index import BTree, IvfHnswSq, LabelList
@@ -168,9 +189,9 @@ class VectorIndex:
         self._row: dict[str, int] = {}
         self._projected: ProjectedScan | None = None
         self._columns: pa.Table | None = None
-        self._quantized: QuantizedVectors | None = None
+        self._quantized: QuantizedVectors | ServingVectors | None = None
         if quantized and present(path):
-            self._quantized = QuantizedVectors.open(path, dim, maps)
+            self._quantized = ServingVectors.open(path, dim, maps)
             if self._quantized.rows != self._rows:
                 raise ValueError(
                     f"serving files of {path} hold {self._quantized.rows} rows, the table {self._rows}"

@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -31,7 +32,11 @@ from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.stores.manifest import Manifest
 
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 1
+# Format 2: a version's tables and vector serving files may carry segments and tombstones beside their
+# base files (`stores.segments`, `stores.vector_segments`); a reader of format 1 would miss their rows, so
+# only such a version says 2 (one without reads as 1 and stays readable by earlier releases).
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
 KEEP_VERSIONS = 2
 # Manifest key: files a build wrote straight to the index's object store ({path in the version: size, sha256}).
 WRITTEN_TO_STORE = "writtenToStore"
@@ -97,6 +102,10 @@ def staging_dir(index_dir: Path, version: str) -> Path:
     return path
 
 
+#: tantivy's lock files: never shared between versions.
+_LOCK_FILES = (".tantivy-writer.lock", ".tantivy-meta.lock")
+
+
 def clone_into_staging(index_dir: Path, source: Path, version: str, prefix: str = ".staging-") -> Path:
     """A staging copy of an existing version for an incremental update (`prefix`: ".merge-" for a merge's
     copy, which a write's cleanup leaves alone).
@@ -107,6 +116,11 @@ def clone_into_staging(index_dir: Path, source: Path, version: str, prefix: str 
     target = index_dir / f"{prefix}{version}"
 
     def link_or_copy(src: str, dst: str) -> None:
+        if Path(src).name in _LOCK_FILES:
+            # A lock is taken on the file (flock: on its inode): a linked one would make a writer left
+            # open on one version (a failed write's, until collected) lock every clone of it.
+            Path(dst).touch()
+            return
         try:
             os.link(src, dst)
         except OSError:
@@ -147,7 +161,7 @@ def _fsync_dir(path: Path) -> None:
 
 def publish(index_dir: Path, staging: Path, manifest: dict[str, Any]) -> IndexVersion:
     """Seal a staging directory: manifest last, fsync, move into versions/, switch current atomically."""
-    manifest = {**manifest, "formatVersion": FORMAT_VERSION}
+    manifest = {**manifest, "formatVersion": format_of(staging)}
     write_json_atomic(staging / MANIFEST, manifest)
     return IndexVersion(adopt(index_dir, staging, str(manifest["version"])), manifest)
 
@@ -193,6 +207,17 @@ def current_target(index_dir: Path) -> str | None:
         return None
 
 
+def format_of(folder: Path) -> int:
+    """The format a version's files need (see `FORMAT_VERSION`)."""
+    segmented = [
+        *folder.glob("chunks.*.arrow"),
+        *folder.glob("documents.*.arrow"),
+        *(folder / "vectors").glob("serving-vectors.*.npy"),
+        *(folder / "vectors").glob("serving-deleted.npy"),
+    ]
+    return 2 if segmented else 1
+
+
 def load_version(path: Path) -> IndexVersion:
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
@@ -201,10 +226,16 @@ def load_version(path: Path) -> IndexVersion:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise IndexUnavailable(f"index manifest {manifest_path} is unreadable: {exc}") from exc
-    if manifest.get("formatVersion") != FORMAT_VERSION:
+    found = manifest.get("formatVersion")
+    if isinstance(found, int) and found > FORMAT_VERSION:
         raise IndexUnavailable(
-            f"index {path} has format {manifest.get('formatVersion')}, this service reads {FORMAT_VERSION}; "
-            "rebuild the index"
+            f"index {path} has format {found}, newer than this release reads (formats "
+            f"{', '.join(map(str, READABLE_FORMATS))}): upgrade hybridrag, or rebuild the index with this release"
+        )
+    if found not in READABLE_FORMATS:
+        raise IndexUnavailable(
+            f"index {path} has format {found}, this release reads formats "
+            f"{', '.join(map(str, READABLE_FORMATS))}; rebuild the index"
         )
     return IndexVersion(path, manifest)
 
@@ -232,16 +263,22 @@ def cleanup(index_dir: Path, keep: int = KEEP_VERSIONS) -> list[Path]:
 
 #: Folders of a version whose entries are reported one by one (the rest count whole).
 _SPLIT = ("vectors", "graph")
+#: A segment a write added beside a file (chunks.<version>.arrow): counted with the file.
+_SEGMENT = re.compile(r"^(?P<stem>[^.]+)\.\d{8}T\d{12}-[0-9a-f]+\.(?P<ext>[^/]+)$")
 
 
 def disk_usage(version: Path) -> dict[str, int]:
     """Bytes of each part of a version: each top-level file or folder, and each entry of `vectors/` and
     `graph/` (the LanceDB table, the serving codes and float vectors, the graph's arrays and JSON record...).
-    A file hard-linked from an older version counts here too: these are the bytes a copy of it would take."""
+    A file hard-linked from an older version counts here too: these are the bytes a copy of it would take.
+    The segments writes added beside a table or a serving file count with it."""
     parts: dict[str, int] = {}
     for entry in sorted(version.iterdir()):
         inner = sorted(entry.iterdir()) if entry.is_dir() and entry.name in _SPLIT else [entry]
         for part in inner:
             files = [part] if part.is_file() else [f for f in part.rglob("*") if f.is_file()]
-            parts[str(part.relative_to(version))] = sum(f.stat().st_size for f in files)
+            segment = _SEGMENT.match(part.name) if part.is_file() else None
+            name = part.with_name(f"{segment['stem']}.{segment['ext']}") if segment else part
+            key = str(name.relative_to(version))
+            parts[key] = parts.get(key, 0) + sum(f.stat().st_size for f in files)
     return parts

@@ -238,13 +238,14 @@ def index_add(
     offline()
     from hybridrag.indexing.builds.build import IndexBuilder, NothingToIndex
     from hybridrag.indexing.models.embedders import ModelUnavailable
+    from hybridrag.indexing.stores.versions import IndexUnavailable
 
     try:
         with _index_location(index, cache_dir) as local:
             summary = IndexBuilder(local).add(source, defer_graph=defer_graph)
     except NothingToIndex as exc:
         _nothing_indexed(exc)
-    except ModelUnavailable as exc:
+    except (ModelUnavailable, IndexUnavailable) as exc:
         typer.echo(f"error: {exc}; the index was not changed", err=True)
         raise typer.Exit(2) from None
     _print_summary(summary.as_dict(), as_json)
@@ -261,12 +262,16 @@ def index_delete(
     """Delete documents from every store, in a new version of the index."""
     offline()
     from hybridrag.indexing.builds.build import IndexBuilder
+    from hybridrag.indexing.stores.versions import IndexUnavailable
 
     try:
         with _index_location(index, cache_dir) as local:
             summary = IndexBuilder(local).delete(doc_id, defer_graph=defer_graph)
     except KeyError as exc:
         typer.echo(f"error: {exc.args[0]}", err=True)
+        raise typer.Exit(2) from None
+    except IndexUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     _print_summary(summary.as_dict(), as_json)
 
@@ -281,9 +286,14 @@ def index_merge(
     writes pause): a new version whose graph holds every document. Says so when there is nothing to do."""
     offline()
     from hybridrag.indexing.builds.build import IndexBuilder, tqdm_progress
+    from hybridrag.indexing.stores.versions import IndexUnavailable
 
-    with _index_location(index, cache_dir) as local:
-        summary = IndexBuilder(local, progress=tqdm_progress()).merge_graph()
+    try:
+        with _index_location(index, cache_dir) as local:
+            summary = IndexBuilder(local, progress=tqdm_progress()).merge_graph()
+    except IndexUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     if summary is None:
         if as_json:
             typer.echo(json.dumps({"merged": False}))

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from hybridrag.indexing.documents.sources import (
     make_document,
 )
 from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.manifest import Manifest
 from hybridrag.indexing.stores.mapped import DocumentTable
 from hybridrag.indexing.stores.tables import DOCUMENTS
 from hybridrag.pipeline.lifecycle import IndexLifecycle
@@ -83,9 +84,12 @@ class DocumentWriter:
         tasks_dir: Path | None = None,
         keep_tasks_s: float = 7 * 86400,
         merge_after_s: float | None = 2.0,
+        applied: Callable[[], Iterable[Manifest]] | None = None,
     ) -> None:
         """`merge_after_s`: how long writes must pause before the graph is merged (None: never, in the
-        background; `IndexBuilder.merge_graph` or `hybridrag index merge` then does it)."""
+        background; `IndexBuilder.merge_graph` or `hybridrag index merge` then does it). `applied`: the
+        manifests of the versions whose writes count as done after a crash (default: those published in
+        `index_dir`; a bucket's writer: those the bucket serves, not its local mirror's)."""
         self.index_dir = index_dir
         self.store = TaskStore(tasks_dir or index_dir / TASKS_DIR)
         self.batch_max = batch_max
@@ -97,6 +101,7 @@ class DocumentWriter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.merge_after_s = merge_after_s
+        self._applied = applied or (lambda: versions.published(index_dir))
         self._merger: threading.Thread | None = None
         self._last_write = time.monotonic()
         self._merge_wanted = True  # checked once at start, then after each write
@@ -168,8 +173,9 @@ class DocumentWriter:
         self._notify()
 
     def recover(self) -> None:
-        """A task left `running` by a crash: succeeded when a published version lists it, else queued again."""
-        applied = {task_id: m.version for m in versions.published(self.index_dir) for task_id in m.tasks}
+        """A task left `running` by a crash: succeeded when a published version lists it, else queued again
+        (a version the crash left in a bucket's local mirror, never uploaded, does not count)."""
+        applied = {task_id: m.version for m in self._applied() for task_id in m.tasks}
         for task in self.store.all():
             if task.status != "running":
                 continue
@@ -447,9 +453,10 @@ def writer_for(settings: WriterSettings, index: IndexSettings, engine: IndexLife
         "published": published,
     }
     if index.index_url is not None:
-        from hybridrag.indexing.stores.remote import remote_workspace
+        from hybridrag.indexing.stores.remote import RemoteIndex, remote_workspace
 
         url, cache = index.index_url, index.cache_dir
         kwargs["workspace"] = lambda: remote_workspace(url, cache)
+        kwargs["applied"] = lambda: RemoteIndex.open(url).lineage()
         kwargs["tasks_dir"] = cache / "tasks" / index.index_dir.name
     return DocumentWriter(index.index_dir, **kwargs)

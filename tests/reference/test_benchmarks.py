@@ -406,16 +406,34 @@ def test_recased_copies_of_a_dataset(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_documents_benchmark_writes_through_the_api(tmp_path: Path) -> None:
+    """Batches timed until found, the merge awaited, search idle and during writes; the index it was
+    given (served through a hard-linked copy) is left as it was."""
+    import hashlib
+
     from hybridrag.benchmarks.documents import run_documents, to_markdown
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 
     dataset = _tiny_beir(tmp_path / "tiny")
+    index = tmp_path / "index"
+    IndexBuilder(index, BuildConfig(embedding_model="minilm")).build(dataset / "corpus.jsonl")
+
+    def digests() -> dict[str, str]:
+        files = sorted(p for p in index.rglob("*") if p.is_file())
+        return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+    before = digests()
     report = run_documents(
-        dataset, "test", "minilm", sizes=(1, 2), documents_per_size=(2, 2), searches=3, search_seconds=1.0
+        dataset, "test", "minilm", sizes=(1, 2), batches=2, searches=3, search_seconds=2.0, index=index
     )
-    assert [w["documents"] for w in report["writes"]] == [2, 2]
-    assert all(w["failed"] == 0 and w["added"] == 2 and w["documentsPerSecond"] > 0 for w in report["writes"])
-    assert report["search"]["alone"]["searches"] > 0 and report["search"]["alone"]["failed"] == 0
-    assert "| 2 | 2 | 1 |" in to_markdown(report)
+    assert digests() == before
+    assert [(w["documentsPerBatch"], w["batches"]) for w in report["writes"]] == [(1, 2), (2, 2)]
+    for w in report["writes"]:
+        assert 0 < w["visibleSeconds"]["p50"] <= w["visibleSeconds"]["p95"] and w["documentsPerSecond"] > 0
+    assert set(report["visibleSeconds"]) == {"1", "2"}
+    assert report["mergeSeconds"] is not None
+    assert report["searchIdle"]["searches"] > 0 and report["searchIdle"]["failed"] == 0
+    assert report["searchDuringWrites"]["writeBatches"] > 0 and report["searchDuringWrites"]["failed"] == 0
+    assert "| 2 | 2 |" in to_markdown(report)
 
 
 def test_rss_split_counts_anonymous_and_file_backed_memory() -> None:

@@ -144,9 +144,9 @@ def test_typed_f1_on_the_english_dev_file_beats_the_rules() -> None:
 
 def _filter_columns(index_dir: Path) -> dict[str, list[str]]:
     from hybridrag.indexing.stores import versions
-    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
-    table = read_table(versions.current_version(index_dir).path / CHUNKS)
+    table = read_version_table(versions.current_version(index_dir).path, CHUNKS)
     return dict(
         zip(table.column("chunk_id").to_pylist(), table.column("entity_types").to_pylist(), strict=True)
     )

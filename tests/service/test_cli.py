@@ -95,6 +95,20 @@ def test_deferred_add_and_delete_then_merge_via_cli(tmp_path: Path) -> None:
     assert summary["documents"] == 13 and manifest["merge"]["graphOf"] == json.loads(added.output)["version"]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["merge"], ["delete", "--doc-id", "x"], ["add", str(Path(__file__).parent)]],
+    ids=["merge", "delete", "add"],
+)
+def test_an_update_of_a_folder_with_no_index_says_so_and_creates_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    missing = tmp_path / "nothing-here"
+    result = runner.invoke(app, ["index", command[0], "--index", str(missing), *command[1:]])
+    assert result.exit_code == 2 and "no index at" in result.output
+    assert "Traceback" not in result.output and not missing.exists()
+
+
 def test_bad_options_name_the_option(tmp_path: Path) -> None:
     r = runner.invoke(
         app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(tmp_path / "i"), "--chunk-overlap", "900"]

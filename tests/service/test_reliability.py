@@ -258,9 +258,9 @@ def test_index_swap_under_load(tmp_path: Path, embedder: Any, serve: Any) -> Non
 
 
 def _chunk_rows(version_path: Path) -> list[dict[str, Any]]:
-    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
-    return read_table(version_path / CHUNKS).to_pylist()  # type: ignore[no-any-return]
+    return read_version_table(version_path, CHUNKS).to_pylist()  # type: ignore[no-any-return]
 
 
 def test_a_damaged_new_version_keeps_the_old_one_serving(tmp_path: Path) -> None:

@@ -346,7 +346,7 @@ def test_workers_write_the_vector_table_straight_to_the_bucket(
 ) -> None:
     import lancedb
 
-    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
     uploaded: list[str] = []
     upload = RemoteIndex._upload_file
@@ -386,7 +386,7 @@ def test_workers_write_the_vector_table_straight_to_the_bucket(
     check = mirror_dir(tmp_path / "check", bucket_url)
     sync_mirror(remote, check)
     paths = [versions.current_version(check).path, Path(local.path)]
-    ids = [read_table(p / CHUNKS).column("chunk_id").to_pylist() for p in paths]
+    ids = [read_version_table(p, CHUNKS).column("chunk_id").to_pylist() for p in paths]
     assert ids[0] == ids[1]
     tables = [lancedb.connect(str(p / "vectors")).open_table("chunks").to_arrow() for p in paths]
     for column in ("chunk_id", "doc_id", "file_id", "date", "entity_types"):
@@ -434,3 +434,93 @@ def test_the_documents_writer_publishes_to_the_bucket(bucket_url: str, tmp_path:
         assert _top_title(client, "wooden arch bridge over the Nishiki River") == "Kintaikyo Bridge"
     # The tasks live beside the mirror, not in it: a sync of the mirror never touches them.
     assert writer.store.folder.parent.name == "tasks" and not (index.index_dir / ".tasks").exists()
+
+
+@pytest.mark.slow
+def test_the_bucket_writer_says_succeeded_only_for_what_the_bucket_holds(
+    tmp_path: Path, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The S3 server stopped mid-upload: the task fails with the reason and the bucket keeps its current;
+    started again, writes resume. A crash between the mirror's publish and the upload: after the restart
+    the task is queued again (the mirror's version, never uploaded, does not count), then applied and
+    uploaded."""
+    from hybridrag.schemas.documents import DocumentIn
+    from hybridrag.writes.writer import writer_for
+
+    port = free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in (
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+            ("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}"),
+        ):
+            monkeypatch.setenv(name, value)
+        pafs.S3FileSystem(
+            endpoint_override=f"127.0.0.1:{port}", scheme="http", allow_bucket_creation=True
+        ).create_dir("stopping")
+        url = "s3://stopping/index"
+        first = _build(url, tmp_path / "builder-cache", embedder)
+        settings = Settings(  # type: ignore[call-arg]
+            index_dir=url,
+            cache_dir=tmp_path / "cache",
+            embedding_model="minilm",
+            reload_interval_s=0,
+            _env_file=None,
+        )
+        engine = SearchEngine(settings, embedder=embedder)
+        writer = writer_for(settings.writer, settings.index, engine)
+        writer._embedders[("minilm", "torch")] = embedder
+
+        def add(doc_id: str) -> Any:
+            task = writer.submit_documents([DocumentIn(id=doc_id, title=doc_id, text=EXTRA_DOC)])
+            assert writer.run_once() == 1
+            return writer.store.get(task.task_id)
+
+        original = RemoteIndex._upload_file
+        uploads = 0
+
+        def server_stops(self: RemoteIndex, path: Path, target: str) -> dict[str, Any]:
+            nonlocal uploads
+            uploads += 1
+            if uploads == 4:
+                server.stop()
+            return original(self, path, target)
+
+        monkeypatch.setattr(RemoteIndex, "_upload_file", server_stops)
+        failed = add("kintaikyo")
+        assert failed.status == "failed" and "the index was not changed" in (failed.error or "")
+        monkeypatch.setattr(RemoteIndex, "_upload_file", original)
+        server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        assert RemoteIndex.open(url).current() == first
+        done = add("kintaikyo")
+        assert done.status == "succeeded" and RemoteIndex.open(url).current() == done.index_version
+
+        def killed(self: RemoteIndex, version: Any, progress: Any = None) -> None:
+            raise KeyboardInterrupt  # the process dies after the mirror's publish, before the upload
+
+        upload = RemoteIndex.upload
+        monkeypatch.setattr(RemoteIndex, "upload", killed)
+        task = writer.submit_documents([DocumentIn(id="second", title="second", text=EXTRA_DOC + " Again.")])
+        with pytest.raises(KeyboardInterrupt):
+            writer.run_once()
+        monkeypatch.setattr(RemoteIndex, "upload", upload)
+        mirror_holds = {t for m in versions.published(settings.index.index_dir) for t in m.tasks}
+        assert task.task_id in mirror_holds  # the crash left it published in the mirror only
+        restarted = writer_for(settings.writer, settings.index, engine)
+        restarted._embedders = writer._embedders
+        restarted.recover()
+        assert restarted.store.get(task.task_id).status == "queued"
+        assert restarted.run_once() == 1
+        redone = restarted.store.get(task.task_id)
+        assert redone.status == "succeeded" and RemoteIndex.open(url).current() == redone.index_version
+        held = RemoteIndex.open(url).manifest(redone.index_version)
+        assert held is not None and task.task_id in held["tasks"]
+    finally:
+        server.stop()

@@ -16,7 +16,7 @@ from conftest import jsonl_corpus
 
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 from hybridrag.indexing.stores import versions
-from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, read_table
+from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, read_table, read_version_table
 from hybridrag.indexing.stores.vectors import VectorIndex
 
 MINILM = BuildConfig(embedding_model="minilm")
@@ -89,7 +89,7 @@ def test_build_reads_every_format_and_reports_bad_input(tmp_path: Path, corpus: 
     assert "e.md: undecodable bytes" in skipped
     assert "bad.pdf: damaged or truncated PDF" in skipped
     assert len(summary.skipped) == 6
-    docs = {r["doc_id"]: r for r in read_table(Path(summary.path) / DOCUMENTS).to_pylist()}
+    docs = {r["doc_id"]: r for r in read_version_table(Path(summary.path), DOCUMENTS).to_pylist()}
     assert docs["j1"]["url"] == "https://example.org/sony"
     assert docs["j3"]["date"] == "1937-08-28" and docs["j3"]["file_id"] == "toyota"
     by_file = {r["file_id"]: r for r in docs.values()}
@@ -125,16 +125,16 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
     summary = IndexBuilder(index_dir, MINILM, embedder=embedder).add(extra)
     v2 = versions.current_version(index_dir)
     assert v2.manifest["parent"] == v1.version and summary.documents == 6  # n1 new, j1 replaced
-    docs = {r["doc_id"]: r for r in read_table(v2.path / DOCUMENTS).to_pylist()}
+    docs = {r["doc_id"]: r for r in read_version_table(v2.path, DOCUMENTS).to_pylist()}
     assert "1958" in docs["j1"]["text"]
-    chunk_docs = read_table(v2.path / CHUNKS).column("doc_id").to_pylist()
+    chunk_docs = read_version_table(v2.path, CHUNKS).column("doc_id").to_pylist()
     assert chunk_docs.count("j1") == 1 and "n1" in chunk_docs
     vectors = VectorIndex(v2.path / "vectors", 384)
     assert vectors._table.count_rows() == len(chunk_docs)
     assert vectors._table.count_rows("doc_id = 'j1'") == 1
     # The version served before the update was not modified (hard links are never written through).
     assert digests(v1.path) == served
-    assert read_table(v1.path / DOCUMENTS).num_rows == 5
+    assert read_version_table(v1.path, DOCUMENTS).num_rows == 5
     assert VectorIndex(v1.path / "vectors", 384)._table.count_rows() < len(chunk_docs)
 
     served = digests(v2.path)
@@ -142,7 +142,7 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
     assert digests(v2.path) == served
     v3 = versions.current_version(index_dir)
     assert v3.manifest["counts"]["documents"] == 4
-    assert "j1" not in read_table(v3.path / CHUNKS).column("doc_id").to_pylist()
+    assert "j1" not in read_version_table(v3.path, CHUNKS).column("doc_id").to_pylist()
     assert VectorIndex(v3.path / "vectors", 384)._table.count_rows("doc_id IN ('j1', 'n1')") == 0
     with pytest.raises(KeyError, match="nope"):
         IndexBuilder(index_dir, MINILM, embedder=embedder).delete(["nope"])
@@ -179,7 +179,7 @@ def test_failure_mid_build_leaves_previous_version_serving(
         IndexBuilder(index_dir, MINILM, embedder=embedder).build(corpus)
     after = versions.current_version(index_dir)
     assert after.version == before.version
-    assert read_table(after.path / CHUNKS).num_rows > 0
+    assert read_version_table(after.path, CHUNKS).num_rows > 0
     assert not list(index_dir.glob(".staging-*"))
 
 

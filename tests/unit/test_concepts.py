@@ -79,11 +79,11 @@ def test_concept_mentions_type_no_chunk_and_survive_save_and_load(tmp_path: Path
     assert {e.id for e in graph.entities if e.concept} == set(stored["concepts"])
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.analysis.entities import EntityExtractor, chunk_types
-    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
     # A chunk's types are its names' (the extractor's), whatever concepts it holds.
     extractor = EntityExtractor(Analyzer())
-    table = read_table(path / CHUNKS)
+    table = read_version_table(path, CHUNKS)
     for text, types in zip(
         table.column("text").to_pylist(), table.column("entity_types").to_pylist(), strict=True
     ):

@@ -210,9 +210,9 @@ def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
     by_name = {e.name: e for e in graph.entities}
     ibuka, morita = by_name["Masaru Ibuka"], by_name["Akio Morita"]
     rel = next(r for r in graph.relations if {r.source, r.target} == {ibuka.id, morita.id})
-    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
-    texts = {r["chunk_id"]: r["text"] for r in read_table(path.parent / CHUNKS).to_pylist()}
+    texts = {r["chunk_id"]: r["text"] for r in read_version_table(path.parent, CHUNKS).to_pylist()}
     ev = rel.evidence[0]
     assert rel.count >= 1 and "Ibuka" in texts[ev["chunkId"]][ev["start"] : ev["end"]]
     assert rel.chunk_ids and set(rel.chunk_ids) <= set(ibuka.chunk_ids)
@@ -517,11 +517,11 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
     graph, vectors = load()
     by_name = {e.name: e for e in graph.entities}
     # The passage whose title names an entity is recorded as being about it.
-    from hybridrag.indexing.stores.tables import CHUNKS, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
     doc_of = {
         r["chunk_id"]: r["doc_id"]
-        for r in read_table(versions.current_version(index_dir).path / CHUNKS).to_pylist()
+        for r in read_version_table(versions.current_version(index_dir).path, CHUNKS).to_pylist()
     }
     assert [doc_of[c] for c in by_name["Sakichi Toyoda"].title_chunk_ids] == ["d2"]
     assert by_name["Kiichiro Toyoda"].title_chunk_ids == []
@@ -621,10 +621,10 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
 
     def entity_docs(index_dir: Path) -> dict[str, set[str]]:
         """Entity name -> the documents of the chunks that mention it (chunk ids differ across casings)."""
-        from hybridrag.indexing.stores.tables import CHUNKS, read_table
+        from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
         version = versions.current_version(index_dir).path
-        doc_of = {r["chunk_id"]: r["doc_id"] for r in read_table(version / CHUNKS).to_pylist()}
+        doc_of = {r["chunk_id"]: r["doc_id"] for r in read_version_table(version, CHUNKS).to_pylist()}
         graph, _ = GraphData.load(version / "graph")
         return {e.name.lower(): {doc_of[c] for c in e.chunk_ids} for e in graph.entities}
 
@@ -957,7 +957,7 @@ def test_japanese_node_only_names_survive_an_incremental_add_as_a_full_build_mak
     """The rules' names the Japanese tagger bounded otherwise are stored as node-only mentions: an add
     (which reads the earlier chunks' mentions from the table) gives the graph and the filter columns a full
     build gives."""
-    from hybridrag.indexing.stores.tables import CHUNKS, MENTIONS, read_mentions, read_table
+    from hybridrag.indexing.stores.tables import CHUNKS, MENTIONS, read_mentions, read_version_table
 
     docs = [
         {"_id": "a", "title": "結成", "text": "日本労働組合総同盟が結成された。"},
@@ -974,7 +974,7 @@ def test_japanese_node_only_names_survive_an_incremental_add_as_a_full_build_mak
     def state(index_dir: Path) -> tuple[set[tuple[str, str]], dict[str, list[str]], set[tuple[str, bool]]]:
         path = versions.current_version(index_dir).path
         graph, _ = GraphData.load(path / "graph")
-        table = read_table(path / CHUNKS)
+        table = read_version_table(path, CHUNKS)
         types = dict(
             zip(table.column("doc_id").to_pylist(), table.column("entity_types").to_pylist(), strict=True)
         )

@@ -16,7 +16,7 @@ from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingTo
 from hybridrag.indexing.documents import sources
 from hybridrag.indexing.documents.formats import clean_pdf_text, read_docx, read_html, read_pdf
 from hybridrag.indexing.documents.sources import SourceReport, iter_documents
-from hybridrag.indexing.stores.tables import CHUNKS, chunk_from_row, read_table
+from hybridrag.indexing.stores.tables import CHUNKS, chunk_from_row, read_version_table
 from hybridrag.indexing.stores.versions import current_version
 
 PDFS = shared_path("data", "pdf")
@@ -186,7 +186,7 @@ def test_sample_pdfs_build_with_reasons_for_the_unreadable(pdf_index: tuple[Path
     assert len(skipped) == 2
     assert any("grayscale-image.pdf: no extractable text" in s and "image-only" in s for s in skipped)
     assert any("libreoffice-writer-password.pdf: encrypted" in s for s in skipped)
-    chunks = [chunk_from_row(r) for r in read_table(current_version(index).path / CHUNKS).to_pylist()]
+    chunks = [chunk_from_row(r) for r in read_version_table(current_version(index).path, CHUNKS).to_pylist()]
     assert chunks and all(len(c.pages) == 1 for c in chunks), "a chunk never crosses a page"
     four_pages = {p for c in chunks if c.file_id == "pdflatex-4-pages.pdf" for p in c.pages}
     assert four_pages == {1, 2, 3, 4}
