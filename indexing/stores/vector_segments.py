@@ -146,10 +146,6 @@ class ServingVectors:
         return None
 
 
-def open_serving(folder: Path, dim: int, maps: Mappings | None = None) -> QuantizedVectors | ServingVectors:
-    return ServingVectors.open(folder, dim, maps)
-
-
 def update(
     folder: Path,
     table: Any,
