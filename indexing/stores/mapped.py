@@ -20,7 +20,13 @@ import pyarrow.feather as feather
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.memory_maps import Mappings
-from hybridrag.indexing.stores.tables import Chunk, chunk_from_row, document_from_row, table_files
+from hybridrag.indexing.stores.tables import (
+    Chunk,
+    chunk_from_row,
+    document_from_row,
+    table_files,
+    write_arrow,
+)
 
 
 def keys_path(table_path: Path, column: str) -> Path:
@@ -221,10 +227,7 @@ class IdList(_MappedTable):
 
 def write_id_list(path: Path, ids: Sequence[str], column: str) -> None:
     """One string column, uncompressed (mapped), written atomically, with its key lookup beside it."""
-    table = pa.table({column: pa.array(list(ids), pa.string())})
-    tmp = path.with_name(path.name + ".tmp")
-    feather.write_feather(table, tmp, compression="uncompressed")
-    tmp.replace(path)
+    write_arrow(path, pa.table({column: pa.array(list(ids), pa.string())}))
     write_keys(path, list(ids), column)
 
 

@@ -26,7 +26,13 @@ import pyarrow.feather as feather
 
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import keys_path
-from hybridrag.indexing.stores.tables import read_version_table, segment_path, table_files, table_segments
+from hybridrag.indexing.stores.tables import (
+    read_version_table,
+    segment_path,
+    table_files,
+    table_segments,
+    write_arrow,
+)
 
 MAX_FILES = 12
 FOLD_TO = 8
@@ -40,13 +46,6 @@ def appendable(version: Path, name: str, schema: pa.Schema) -> bool:
         return False
     with pa.memory_map(str(path)) as source:
         return bool(pa.ipc.open_file(source).schema.equals(schema))
-
-
-def write_arrow(path: Path, table: pa.Table) -> None:
-    """Uncompressed (the service maps it), under a temporary name, then renamed."""
-    tmp = path.with_name(path.name + ".tmp")
-    feather.write_feather(table, tmp, compression="uncompressed")
-    os.replace(tmp, path)
 
 
 def update_table(

@@ -74,7 +74,12 @@ class Chunk:
 def write_table(path: Path, rows: list[dict[str, Any]], schema: pa.Schema, compression: str = "zstd") -> None:
     """Write atomically: a reader never sees a half-written table. `compression="uncompressed"` for the
     tables the service memory-maps (documents, chunks): a compressed one would be decompressed into memory."""
-    table = pa.Table.from_pylist(rows, schema=schema)
+    write_arrow(path, pa.Table.from_pylist(rows, schema=schema), compression)
+
+
+def write_arrow(path: Path, table: pa.Table, compression: str = "uncompressed") -> None:
+    """An Arrow table written under a temporary name, then renamed (a version sharing the file through a
+    hard link never sees it change); uncompressed by default, as the service maps it."""
     tmp = path.with_name(path.name + ".tmp")
     feather.write_feather(table, tmp, compression=compression)
     os.replace(tmp, path)
