@@ -96,7 +96,9 @@ class VectorIndexWriter:
             self._table = self._db.create_table(TABLE, schema=vector_schema(dim), mode="overwrite")
         else:
             self._table = self._db.open_table(TABLE)
-        # What this write changed, for the serving files (`vector_segments.update`).
+        # What this write changed, for the serving files (`vector_segments.update`). A new table's serving
+        # files are written from the table itself: its rows are not held here too (a full build's vectors).
+        self._keeps_added = not create
         self._added: list[pa.Table] = []
         self._removed: list[str] = []
         self._rewrite = False  # the serving files written anew (types changed, rows unknown)
@@ -108,7 +110,8 @@ class VectorIndexWriter:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the index has {self.dim}")
         table = vector_rows(rows, vectors)
         self._table.add(table)
-        self._added.append(table)
+        if self._keeps_added:
+            self._added.append(table)
 
     def delete_documents(self, doc_ids: Sequence[str], chunk_ids: Sequence[str] | None = None) -> None:
         """Delete the documents' rows; `chunk_ids`, their passages, are tombstoned in the serving files
