@@ -31,10 +31,13 @@ from hybridrag.benchmarks.loadgen import drive, running_service
 WRITE_KEY = "bench-write-key"
 
 
-def _abstracts(corpus: Path, count: int, skip: int = 0) -> list[dict[str, Any]]:
-    """`count` abstracts from the `skip`-th on, starting over (with new ids) when the corpus runs out."""
+def _read_corpus(corpus: Path) -> list[dict[str, Any]]:
     with corpus.open(encoding="utf-8") as fh:
-        records = [json.loads(line) for line in fh if line.strip()]
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def _abstracts(records: list[dict[str, Any]], count: int, skip: int = 0) -> list[dict[str, Any]]:
+    """`count` abstracts from the `skip`-th on, starting over (with new ids) when the corpus runs out."""
     docs = []
     for at in range(skip, skip + count):
         record, round_ = records[at % len(records)], at // len(records)
@@ -117,6 +120,7 @@ def run_documents(
     from hybridrag.indexing.stores import versions
 
     data = load_beir(dataset, split)
+    records = _read_corpus(data.corpus)  # once: the bench's client shares the service's cores
     queries = [{"text": q[:1000], "options": {"limit": 10}} for q in list(data.queries.values())[:searches]]
     sample = Path(__file__).resolve().parents[1] / "service" / "cli" / "sample_corpus"
     work = Path(tempfile.mkdtemp(prefix="bench-documents-"))
@@ -138,7 +142,7 @@ def run_documents(
                 for size in sizes:
                     seconds: list[float] = []
                     for _ in range(batches):
-                        docs, marker = _marked(_abstracts(data.corpus, size, offset), batch_no)
+                        docs, marker = _marked(_abstracts(records, size, offset), batch_no)
                         offset, batch_no = offset + size, batch_no + 1
                         seconds.append(_visible(http, docs, marker))
                     rows.append(
@@ -164,7 +168,7 @@ def run_documents(
                 def writer() -> None:
                     nonlocal offset, batch_no
                     while not stop.is_set():
-                        docs, marker = _marked(_abstracts(data.corpus, 10, offset), batch_no)
+                        docs, marker = _marked(_abstracts(records, 10, offset), batch_no)
                         offset, batch_no = offset + 10, batch_no + 1
                         written.append(_visible(http, docs, marker))
                         if len(written) % 5 == 0:

@@ -28,10 +28,9 @@ import os
 import shutil
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ from hybridrag.indexing.stores.tables import (
     read_version_table,
     table_segments,
 )
-from hybridrag.indexing.stores.vectors import LANCE_FOLDER, vector_table
+from hybridrag.indexing.stores.vectors import LANCE_FOLDER, compact_table, vector_table
 
 MERGE_PREFIX = ".merge-"
 MERGE_LOCK = ".merge.lock"
@@ -146,9 +145,7 @@ class GraphMerge:
                 table = vector_table(path / "vectors")
                 # The fragments and versions every write appended to LanceDB, folded and dropped (in
                 # the copy: the versions it was linked from keep theirs).
-                with warnings.catch_warnings():  # "concurrent readers would fail": the copy has none
-                    warnings.simplefilter("ignore", UserWarning)
-                    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+                compact_table(table)
                 vector_segments.compact(path / "vectors", table, int(dim))
 
     def build_in_subprocess(self, cancel: threading.Event | None = None) -> None:

@@ -44,8 +44,10 @@ from hybridrag.indexing.stores.tables import (
     Chunk,
     chunk_from_row,
     chunk_row,
+    deleted_path,
     document_from_row,
     document_row,
+    live_row_count,
     mention_segment,
     mention_segments,
     read_all_mentions,
@@ -286,7 +288,10 @@ class VersionWrite:
             # An update's rows go into a segment of the serving files (rows the engine wrote are not known
             # here: those files are written anew).
             segment = self.version if base is not None and written is None else None
-            ann = vw.finish(segment=segment)
+            # A new table (a fragment per batch added) is compacted before it is served; one the engine's
+            # workers wrote to the object store is left as they wrote it (compacting would upload it again:
+            # the first merge folds it).
+            ann = vw.finish(segment=segment, compact=base is None and written is None)
         embedding = {
             "model": self.config.embedding_model,
             "name": embedder.name,
@@ -397,7 +402,7 @@ class VersionWrite:
         arrays = self.staging / "graph" / GRAPH_ARRAYS
         with self.stages.timed("graph"):
             if GraphArrays.chunk_order(arrays) is None:
-                ids = read_version_table(base.path, CHUNKS, memory_map=True).column("chunk_id")
+                ids = read_version_table(base.path, CHUNKS, memory_map=True, live=False).column("chunk_id")
                 GraphArrays.add_chunk_order(arrays, ids)
             if self.new_chunks:
                 segment = mention_segment(self.staging, self.version)
@@ -409,8 +414,8 @@ class VersionWrite:
         }
 
     def tables(self) -> None:
-        """The documents and chunks tables: the base's with this write's rows appended as a segment (or,
-        when it removes rows, written anew in Arrow: `stores.segments`); written whole from the objects for
+        """The documents and chunks tables: the base's with this write's rows appended as a segment and the
+        rows it removes marked deleted (`stores.segments`); written whole from the objects for
         a new index, a re-extraction (types of kept chunks change) or a base table of an older schema."""
         staging, dates = self.staging, self.dates
         with self.stages.timed("tables"):
@@ -425,14 +430,13 @@ class VersionWrite:
             else:
                 gone = sorted(d.doc_id for d in self.removed)  # held by the base: no scan when none
                 new_docs = pa.Table.from_pylist([document_row(d) for d in self.new_docs], DOCUMENT_SCHEMA)
-                segments.update_table(staging, DOCUMENTS, new_docs, self.version, ["doc_id"], "doc_id", gone)
+                segments.update_table(staging, DOCUMENTS, new_docs, self.version, "doc_id", gone)
                 rows = [chunk_row(c, dates[c.doc_id]) for c in self.new_chunks]
                 new_chunks = pa.Table.from_pylist(rows, CHUNK_SCHEMA)
-                keys = ["chunk_id", "doc_id"]
-                segments.update_table(staging, CHUNKS, new_chunks, self.version, keys, "doc_id", gone)
+                segments.update_table(staging, CHUNKS, new_chunks, self.version, "doc_id", gone)
             self.counts = {
-                "documents": read_version_table(staging, DOCUMENTS, memory_map=True).num_rows,
-                "chunks": read_version_table(staging, CHUNKS, memory_map=True).num_rows,
+                "documents": live_row_count(staging, DOCUMENTS),
+                "chunks": live_row_count(staging, CHUNKS),
             }
 
     def _whole_tables(self) -> None:
@@ -441,6 +445,7 @@ class VersionWrite:
         for name in (DOCUMENTS, CHUNKS):
             for path in table_segments(staging, name):
                 path.unlink()
+            deleted_path(staging, name).unlink(missing_ok=True)
         write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA, "uncompressed")
         rows = [chunk_row(c, dates[c.doc_id]) for c in chunks]
         write_table(staging / CHUNKS, rows, CHUNK_SCHEMA, "uncompressed")

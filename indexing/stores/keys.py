@@ -41,17 +41,25 @@ class KeyIndex:
         order = np.lexsort((np.arange(len(hashes)), hashes))
         return cls(hashes[order], order.astype(np.int64))
 
-    def appended(self, keys: Sequence[str]) -> KeyIndex:
-        """This index with `keys` added as the rows after its own (a table segment's ids): one insertion of
-        their sorted hashes, not a new sort of every hash."""
+    def appended(self, keys: Sequence[str], start: int | None = None) -> KeyIndex:
+        """This index with `keys` added as the rows from `start` on (a table segment's ids; default: right
+        after this index's own rows): one insertion of their sorted hashes, not a new sort of every hash."""
         new = KeyIndex.build(keys)
         if not len(new):
             return self
+        first = len(self.hashes) if start is None else start
         at = np.searchsorted(self.hashes, new.hashes, side="right")  # after an equal hash's older rows
         return KeyIndex(
             np.insert(np.asarray(self.hashes), at, new.hashes),
-            np.insert(np.asarray(self.rows), at, new.rows + len(self.hashes)),
+            np.insert(np.asarray(self.rows), at, new.rows + first),
         )
+
+    def dropped(self, rows: np.ndarray) -> KeyIndex:
+        """This index without the entries of `rows` (deleted rows that stay in the table, unnumbered)."""
+        if not len(rows):
+            return self
+        held = ~np.isin(np.asarray(self.rows), rows)
+        return KeyIndex(np.asarray(self.hashes)[held], np.asarray(self.rows)[held])
 
     def kept(self, keep: np.ndarray) -> KeyIndex:
         """This index of the rows `keep` (a boolean mask over the rows) passes, numbered as they are once
@@ -73,10 +81,7 @@ class KeyIndex:
         """Written beside its table, atomically (a new file, never the served one rewritten in place)."""
         data = np.empty(len(self.hashes), dtype=KEY_DTYPE)
         data["hash"], data["row"] = self.hashes, self.rows
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            np.save(fh, data)
-        os.replace(tmp, path)
+        write_npy(path, data)
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -115,3 +120,12 @@ class KeyIndex:
         wanted = _hashes(keys)
         at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
         return np.where(self.hashes[at] == wanted, self.rows[at], -1).astype(np.int64)
+
+
+def write_npy(path: Path, array: np.ndarray) -> None:
+    """An .npy file written under a temporary name, then renamed: never written through a hard link that a
+    served version shares."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, array)
+    os.replace(tmp, path)

@@ -23,6 +23,7 @@ from hybridrag.indexing.stores.memory_maps import Mappings
 from hybridrag.indexing.stores.tables import (
     Chunk,
     chunk_from_row,
+    dead_rows,
     document_from_row,
     table_files,
     write_arrow,
@@ -38,14 +39,19 @@ def write_keys(table_path: Path, ids: list[str], column: str) -> None:
     KeyIndex.build(ids).save(keys_path(table_path, column))
 
 
-def _keys(table: pa.Table, table_path: Path, column: str, maps: Mappings | None) -> KeyIndex:
+def _keys(
+    table: pa.Table, table_path: Path, column: str, maps: Mappings | None, dead: np.ndarray | None = None
+) -> KeyIndex:
+    """The lookup of `column`: no entry for a `dead` row (deleted by a write, still in the files)."""
     path = keys_path(table_path, column)
+    dead_count = 0 if dead is None else len(dead)
     if path.is_file():
         keys = KeyIndex.load(path, maps)
-        if len(keys) == table.num_rows:
+        if len(keys) == table.num_rows - dead_count:
             return keys
     # A version written before the lookups existed: built in memory, once per load.
-    return KeyIndex.build(table.column(column).to_pylist())
+    built = KeyIndex.build(table.column(column).to_pylist())
+    return built if dead is None else built.dropped(dead)
 
 
 Data = TypeVar("Data", pa.Table, pa.ChunkedArray)
@@ -147,11 +153,14 @@ class _MappedTable:
         """`segmented`: a version's table, read with the segments writes appended beside it (`tables`)."""
         files = table_files(path.parent, path.name) if segmented else [path]
         parts = [_map(f, maps) for f in files]
-        # Concatenated without a copy: each file's batches stay mapped.
+        # Concatenated without a copy: each file's batches stay mapped. Rows writes deleted stay in the
+        # files (`dead`, sorted); the lookups have no entry for them, iteration and paging skip them, and
+        # row numbers (the graph's, the filter columns') are the files'.
         self.table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+        self.dead = dead_rows(path.parent, path.name) if segmented else np.zeros(0, dtype=np.int64)
         self._id_column = id_column
         self._ids = self.table.column(id_column)
-        self._keys = _keys(self.table, path, id_column, maps)
+        self._keys = _keys(self.table, path, id_column, maps, self.dead)
 
     @property
     def key_index(self) -> KeyIndex:
@@ -162,15 +171,26 @@ class _MappedTable:
         return self._keys.find(key, self._ids)
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        """Live rows (deleted ones not counted)."""
+        return self.table.num_rows - len(self.dead)
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.row(key) is not None
 
     def __iter__(self) -> Iterator[str]:
-        """Ids in row order (the order the builder wrote, which the graph's chunk nodes follow)."""
+        """Ids of the live rows in row order (the order the builder wrote, which the graph's chunk nodes
+        follow)."""
+        if not len(self.dead):
+            for chunk in self._ids.chunks:
+                yield from chunk.to_pylist()
+            return
+        dead, at = self.dead, 0
         for chunk in self._ids.chunks:
-            yield from chunk.to_pylist()
+            ids = chunk.to_pylist()
+            gone = dead[(dead >= at) & (dead < at + len(ids))] - at
+            skip = set(gone.tolist())
+            yield from (i for n, i in enumerate(ids) if n not in skip)
+            at += len(ids)
 
     def column(self, name: str) -> pa.ChunkedArray:
         return self.table.column(name)
@@ -236,7 +256,7 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
 
     def __init__(self, path: Path, maps: Mappings | None = None) -> None:
         super().__init__(path, "chunk_id", maps, segmented=True)
-        self._docs = _keys(self.table, path, "doc_id", maps)
+        self._docs = _keys(self.table, path, "doc_id", maps, self.dead)
 
     def __getitem__(self, chunk_id: str) -> Chunk:
         row = self.row(chunk_id)
@@ -283,6 +303,7 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
     def page(self, offset: int, limit: int) -> list[Document]:
         """Documents in id order, `limit` from `offset` (the order is sorted once, in Arrow, on first use)."""
         if self._sorted is None:
-            self._sorted = pc.sort_indices(self._ids).to_numpy()
+            order = pc.sort_indices(self._ids).to_numpy()
+            self._sorted = order[~np.isin(order, self.dead)] if len(self.dead) else order
         rows = np.asarray(self._sorted[offset : offset + limit])
         return [document_from_row(r) for r in _rows(self.table, rows)]

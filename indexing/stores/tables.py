@@ -2,8 +2,10 @@
 
 A version's table is a base file and the segments later writes appended beside it, read in order as one
 table: `chunks.arrow`, then `chunks.<version>.arrow` of each write that only added rows (so a write of one
-document writes its rows, not the whole table again). A write that removes rows writes the table anew, in
-Arrow (no row becomes a Python object), and so does a fold of segments (`indexing.builds.segments`).
+document writes its rows, not the whole table again). A write that removes rows marks them deleted in
+`chunks.deleted.npy` (their row numbers in that order; readers skip them), until too many are dead and the
+table is written anew, in Arrow (no row becomes a Python object), or a merge compacts it
+(`indexing.stores.segments`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
@@ -25,6 +28,8 @@ from hybridrag.indexing.documents.sources import Document
 DOCUMENTS = "documents.arrow"
 CHUNKS = "chunks.arrow"
 MENTIONS = "mentions.arrow"
+#: The columns of each table with an id lookup beside it (`mapped.keys_path`).
+KEY_COLUMNS = {DOCUMENTS: ("doc_id",), CHUNKS: ("chunk_id", "doc_id")}
 
 DOCUMENT_SCHEMA = pa.schema(
     [
@@ -105,10 +110,39 @@ def table_files(version: Path, name: str) -> list[Path]:
     return [version / name, *table_segments(version, name)]
 
 
-def read_version_table(version: Path, name: str, memory_map: bool = False) -> pa.Table:
-    """Table `name` of `version` with its segments, as one table (the segments' batches follow the base's)."""
+def deleted_path(version: Path, name: str) -> Path:
+    """The rows of table `name` that writes deleted (numbered over its files in order, sorted): chunks.arrow
+    -> chunks.deleted.npy."""
+    return version / f"{name.split('.')[0]}.deleted.npy"
+
+
+def dead_rows(version: Path, name: str) -> np.ndarray:
+    """The deleted rows of table `name` of `version` (`deleted_path`), sorted; empty when none."""
+    path = deleted_path(version, name)
+    return np.asarray(np.load(path), dtype=np.int64) if path.is_file() else np.zeros(0, dtype=np.int64)
+
+
+def read_version_table(version: Path, name: str, memory_map: bool = False, live: bool = True) -> pa.Table:
+    """Table `name` of `version` with its segments, as one table (the segments' batches follow the base's),
+    without its deleted rows (`live=False`: with them, so row numbers are the lookups' and tombstones')."""
     parts = [feather.read_table(f, memory_map=memory_map) for f in table_files(version, name)]
-    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    dead = dead_rows(version, name) if live else None
+    if dead is not None and len(dead):
+        keep = np.ones(table.num_rows, dtype=bool)
+        keep[dead] = False
+        table = table.filter(pa.array(keep))
+    return table
+
+
+def live_row_count(version: Path, name: str) -> int:
+    """How many rows table `name` of `version` holds, its deleted ones not counted (no row is read)."""
+    total = 0
+    for path in table_files(version, name):
+        with pa.memory_map(str(path)) as source:
+            reader = pa.ipc.open_file(source)
+            total += sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+    return total - len(dead_rows(version, name))
 
 
 def document_row(doc: Document) -> dict[str, Any]:

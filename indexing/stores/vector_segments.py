@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
-from hybridrag.indexing.stores.keys import KeyIndex
+from hybridrag.indexing.stores.keys import KeyIndex, write_npy
 from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.memory_maps import Mappings
 from hybridrag.indexing.stores.quantized import (
@@ -224,10 +224,7 @@ def _write_dead(folder: Path, dead: set[int]) -> None:
     if not dead:
         path.unlink(missing_ok=True)
         return
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        np.save(fh, np.array(sorted(dead), dtype=np.int64))
-    os.replace(tmp, path)  # never written through a hard link shared with the version served
+    write_npy(path, np.array(sorted(dead), dtype=np.int64))
 
 
 def _serving_table(table: pa.Table | None) -> pa.Table:

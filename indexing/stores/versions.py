@@ -30,13 +30,16 @@ from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.stores.manifest import Manifest
+from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, deleted_path
 
 MANIFEST = "manifest.json"
 # Format 2: a version's tables and vector serving files may carry segments and tombstones beside their
-# base files (`stores.segments`, `stores.vector_segments`); a reader of format 1 would miss their rows, so
-# only such a version says 2 (one without reads as 1 and stays readable by earlier releases).
-FORMAT_VERSION = 2
-READABLE_FORMATS = (1, 2)
+# base files (`stores.segments`, `stores.vector_segments`); a reader of format 1 would miss their rows.
+# Format 3: its tables may carry deleted rows (`tables.deleted_path`), which a reader of format 2 would
+# serve. A version says the lowest format that reads it (one without either reads as 1 and stays readable
+# by earlier releases).
+FORMAT_VERSION = 3
+READABLE_FORMATS = (1, 2, 3)
 KEEP_VERSIONS = 2
 # Manifest key: files a build wrote straight to the index's object store ({path in the version: size, sha256}).
 WRITTEN_TO_STORE = "writtenToStore"
@@ -209,6 +212,8 @@ def current_target(index_dir: Path) -> str | None:
 
 def format_of(folder: Path) -> int:
     """The format a version's files need (see `FORMAT_VERSION`)."""
+    if any(deleted_path(folder, name).is_file() for name in (CHUNKS, DOCUMENTS)):
+        return 3
     segmented = [
         *folder.glob("chunks.*.arrow"),
         *folder.glob("documents.*.arrow"),

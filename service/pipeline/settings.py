@@ -149,7 +149,11 @@ class Settings(BaseSettings):
         100, ge=1, le=10_000, description="Most documents applied as one index version by the writer."
     )
     documents_batch_wait_s: float = Field(
-        0.5, ge=0, le=60, description="How long the writer lets a batch gather before it applies it."
+        0.1,
+        ge=0,
+        le=60,
+        description="How long an idle writer lets a batch gather before it applies it (writes that arrive "
+        "while a batch is applied form the next batch).",
     )
     documents_merge_after_s: float | None = Field(
         2.0,

@@ -2,8 +2,8 @@
 
 A write (documents to add, files to extract, an id to delete) becomes a task: its JSON record and payload
 are written to the task folder (fsynced) before the request is answered, so an acknowledged write survives
-a crash. One writer thread takes queued tasks in order, up to `batch_max` documents or after `batch_wait_s`,
-and applies them with `IndexBuilder.apply` as one new version (the same incremental add/delete and atomic
+a crash. One writer thread takes queued tasks in order, up to `batch_max` documents or after `batch_wait_s`
+(writes that come while a batch is applied make up the next one), and applies them with `IndexBuilder.apply` as one new version (the same incremental add/delete and atomic
 publish as the CLI; to the bucket too when the service follows one) without rebuilding the graph: the
 documents are searchable by keyword and meaning at once and join the graph at the next merge, which a
 second thread runs once writes pause (`builds.merge`; writes wait for its publish only). The version's
@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import threading
 import time
 import uuid
@@ -52,6 +53,10 @@ log = logging.getLogger("hybridrag.writer")
 API_FILE_ID = "api"
 # How long a write waits for the index's writer lock (a merge holds it while it publishes).
 LOCK_WAIT_S = 300.0
+# How much nicer than the service the writer thread runs (its model's worker threads, started by it, inherit
+# it): embedding a batch takes the cores searches wait for; at +10 a search's threads get ~90% of a contended
+# core, and writes run at full speed when nothing searches.
+WRITER_NICE = 10
 
 
 def document_fingerprint(doc: Document) -> str:
@@ -78,7 +83,7 @@ class DocumentWriter:
         self,
         index_dir: Path,
         batch_max: int = 100,
-        batch_wait_s: float = 0.5,
+        batch_wait_s: float = 0.1,
         workspace: Callable[[], contextlib.AbstractContextManager[Path]] | None = None,
         published: Callable[[], Any] | None = None,
         tasks_dir: Path | None = None,
@@ -196,6 +201,7 @@ class DocumentWriter:
     def _loop(self) -> None:
         import fcntl
 
+        _lower_priority(WRITER_NICE)
         # With several worker processes on one index, one of them writes; the others wait here (and take
         # over if it goes away). Their requests queue tasks on disk all the same.
         self.store.folder.mkdir(parents=True, exist_ok=True)
@@ -418,6 +424,14 @@ class DocumentWriter:
                 task.documents[at:at] = extra
                 adds.extend(docs[1:])
         return PendingWrite(task, adds, list(payload.get("delete", [])))
+
+
+def _lower_priority(increment: int) -> None:
+    """Make the calling thread nicer by `increment` (Linux: a thread's nice value is its own, and threads it
+    starts inherit it). Best effort: where it cannot be done, the thread runs as it was."""
+    with contextlib.suppress(AttributeError, OSError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + increment))
 
 
 def _no_embedder(_config: BuildConfig) -> None:

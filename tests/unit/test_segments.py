@@ -20,13 +20,14 @@ from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores import segments, vector_segments, versions
 from hybridrag.indexing.stores.filters import ChunkFilters
 from hybridrag.indexing.stores.keys import KeyIndex
-from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable, write_keys
+from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable, keys_path, write_keys
 from hybridrag.indexing.stores.quantized import FILES
 from hybridrag.indexing.stores.tables import (
     CHUNK_SCHEMA,
     CHUNKS,
     DOCUMENTS,
     chunk_row,
+    deleted_path,
     read_version_table,
     table_files,
     table_segments,
@@ -66,13 +67,16 @@ def _chunk(doc: str, i: int) -> ChunkRow:
     return ChunkRow(f"c-{doc}-{i}", doc, "f", i, 0, 5, f"text {doc} {i}", "en", ["person"] if i % 2 else [])
 
 
+@pytest.mark.parametrize("dead_share", [0.1, 1.0, 0.0])
 def test_table_segments_follow_a_random_sequence_of_writes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dead_share: float
 ) -> None:
-    """Appends, removals and folds give the table (and lookups) a whole rewrite would, and never change
-    a file of the version they were cloned from."""
+    """Appends, removals (tombstones; past `dead_share` deleted, a rewrite) and folds give the table (and
+    lookups) a whole rewrite would, never change a file of the version they were cloned from, and a merge's
+    compaction gives what a fresh write of the live rows gives."""
     monkeypatch.setattr(segments, "MAX_FILES", 4)
     monkeypatch.setattr(segments, "FOLD_TO", 2)
+    monkeypatch.setattr(segments, "DEAD_SHARE", dead_share)
     rng = random.Random(7)
     expected = [_chunk(f"d{d}", i) for d in range(5) for i in range(rng.randint(1, 3))]
     folder = tmp_path / "v0"
@@ -80,7 +84,7 @@ def test_table_segments_follow_a_random_sequence_of_writes(
     write_table(folder / CHUNKS, [chunk_row(c) for c in expected], CHUNK_SCHEMA, "uncompressed")
     write_keys(folder / CHUNKS, [c.chunk_id for c in expected], "chunk_id")
     write_keys(folder / CHUNKS, [c.doc_id for c in expected], "doc_id")
-    next_doc, folded = 5, False
+    next_doc, folded, tombstoned = 5, False, False
     for step in range(1, 25):
         before = _digests(folder)
         staging = _clone(folder, tmp_path / f"v{step}")
@@ -89,25 +93,38 @@ def test_table_segments_follow_a_random_sequence_of_writes(
         added = [_chunk(f"d{next_doc + j}", i) for j in range(rng.randint(0, 2)) for i in range(2)]
         next_doc += 3
         table = pa.Table.from_pylist([chunk_row(c) for c in added], CHUNK_SCHEMA)
-        segments.update_table(staging, CHUNKS, table, f"s{step:03d}", ["chunk_id", "doc_id"], "doc_id", gone)
+        segments.update_table(staging, CHUNKS, table, f"s{step:03d}", "doc_id", gone)
         assert _digests(folder) == before
         expected = [c for c in expected if c.doc_id not in gone] + added
         got = read_version_table(staging, CHUNKS)
         assert got.to_pylist() == [chunk_row(c) for c in expected]
         assert len(table_files(staging, CHUNKS)) <= segments.MAX_FILES
         folded = folded or len(table_segments(staging, CHUNKS)) < len(table_segments(folder, CHUNKS))
+        tombstoned = tombstoned or deleted_path(staging, CHUNKS).is_file()
         mapped = ChunkTable(staging / CHUNKS)
-        assert len(mapped) == len(expected)
-        for row, c in enumerate(expected):
-            assert mapped.row(c.chunk_id) == row
+        assert len(mapped) == len(expected) and list(mapped) == [c.chunk_id for c in expected]
+        for c in expected:
+            row = mapped.row(c.chunk_id)
+            assert row is not None and mapped.id_at(row) == c.chunk_id and row not in mapped.dead
         for doc in {c.doc_id for c in expected}:
             assert [c.chunk_id for c in mapped.of_doc(doc)] == [
                 c.chunk_id for c in expected if c.doc_id == doc
             ]
         for doc in gone:
-            assert mapped.of_doc(doc) == []
+            assert mapped.of_doc(doc) == [] and mapped.count_of_doc(doc) == 0
+            assert all(mapped.row(c) is None for c in (f"c-{doc}-0", f"c-{doc}-1"))
         folder = staging
     assert folded
+    # Tombstones kept unless every removal rewrites (DEAD_SHARE 0); a rewrite at every removal otherwise.
+    assert tombstoned == (dead_share > 0)
+    merged = _clone(folder, tmp_path / "merge")
+    segments.compact(merged, CHUNKS)
+    assert table_files(merged, CHUNKS) == [merged / CHUNKS] and not deleted_path(merged, CHUNKS).is_file()
+    assert read_version_table(merged, CHUNKS).to_pylist() == [chunk_row(c) for c in expected]
+    for column in ("chunk_id", "doc_id"):
+        fresh = KeyIndex.build([getattr(c, column) for c in expected])
+        got = KeyIndex.load(keys_path(merged / CHUNKS, column))
+        assert np.array_equal(got.hashes, fresh.hashes) and np.array_equal(got.rows, fresh.rows)
 
 
 def _vector_rows(ids: list[str], rng: np.random.Generator, dim: int) -> tuple[dict, np.ndarray]:
@@ -197,9 +214,14 @@ def test_vector_segments_and_tombstones_search_as_the_rewritten_files(
 MINILM = BuildConfig(embedding_model="minilm")
 
 
-def test_updates_write_segments_and_serve_what_a_full_build_serves(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_updates_write_segments_and_serve_what_a_full_build_serves(
+    tmp_path: Path,
+    embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Documents added, replaced and deleted over several updates: the version's tables and serving files
     are base + segments + tombstones, and its documents, chunks and semantic results are a full build's."""
+    monkeypatch.setattr(segments, "DEAD_SHARE", 1.0)  # tombstones kept however many (a small corpus)
     rng = random.Random(11)
     words = "harbour tidal estuary granite basalt lichen glacier moraine fjord delta".split()
 
@@ -226,7 +248,8 @@ def test_updates_write_segments_and_serve_what_a_full_build_serves(tmp_path: Pat
             held.pop(i)
     version = versions.current_version(index_dir)
     assert table_segments(version.path, CHUNKS) and vector_segments.segment_names(version.path / "vectors")
-    assert version.manifest["formatVersion"] == 2  # a reader of format 1 would miss the segments' rows
+    assert deleted_path(version.path, CHUNKS).is_file() and deleted_path(version.path, DOCUMENTS).is_file()
+    assert version.manifest["formatVersion"] == 3  # a reader of format 2 would serve the deleted rows
     full_dir = tmp_path / "full"
     rows = [{"_id": d.doc_id, "title": d.title, "text": d.text, "fileId": "api"} for d in held.values()]
     IndexBuilder(full_dir, MINILM, embedder=embedder).build(jsonl_corpus(tmp_path / "final", rows))
@@ -239,7 +262,8 @@ def test_updates_write_segments_and_serve_what_a_full_build_serves(tmp_path: Pat
             a.pop("metadata", None), b.pop("metadata", None)  # the JSONL reader keeps `fileId` there
             assert a == b, {k: (a[k], b[k]) for k in a if a[k] != b[k]}
     docs = DocumentTable(version.path / DOCUMENTS)
-    assert [d.doc_id for d in docs.page(0, 100)] == sorted(held)
+    assert [d.doc_id for d in docs.page(0, 100)] == sorted(held) and len(docs) == len(held)
+    assert sorted(docs) == sorted(held) and all(d in docs for d in held)
     theirs_v = VectorIndex(full.path / "vectors", 384)
 
     def same_semantic_results(path: Path) -> None:
@@ -257,6 +281,9 @@ def test_updates_write_segments_and_serve_what_a_full_build_serves(tmp_path: Pat
     assert IndexBuilder(index_dir, MINILM, embedder=embedder).merge_graph() is not None
     merged = versions.current_version(index_dir)
     assert not table_segments(merged.path, CHUNKS) and not table_segments(merged.path, DOCUMENTS)
+    assert (
+        not deleted_path(merged.path, CHUNKS).is_file() and not deleted_path(merged.path, DOCUMENTS).is_file()
+    )
     assert not vector_segments.segment_names(merged.path / "vectors")
     assert not (merged.path / "vectors" / vector_segments.DELETED).is_file()
     assert merged.manifest["formatVersion"] == 1  # compacted: earlier releases read it again
@@ -279,13 +306,13 @@ def test_a_newer_format_is_refused_naming_both_formats(tmp_path: Path) -> None:
     version = versions.current_version(index_dir)
     assert version.manifest["formatVersion"] == 1
     manifest = json.loads((version.path / versions.MANIFEST).read_text("utf-8"))
-    (version.path / versions.MANIFEST).write_text(json.dumps({**manifest, "formatVersion": 3}), "utf-8")
+    (version.path / versions.MANIFEST).write_text(json.dumps({**manifest, "formatVersion": 4}), "utf-8")
     with pytest.raises(
-        versions.IndexUnavailable, match=r"format 3, newer than this release reads \(formats 1, 2\)"
+        versions.IndexUnavailable, match=r"format 4, newer than this release reads \(formats 1, 2, 3\)"
     ):
         versions.current_version(index_dir)
     result = CliRunner().invoke(app, ["index", "info", str(index_dir)])
-    assert result.exit_code == 2 and "format 3, newer than" in result.output
+    assert result.exit_code == 2 and "format 4, newer than" in result.output
     assert "Traceback" not in result.output
 
 
@@ -353,3 +380,31 @@ def test_a_full_disk_fails_writes_and_merges_cleanly_and_they_resume_once_freed(
         assert "n1" in DocumentTable(versions.current_version(index_dir).path / DOCUMENTS)
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_build_leaves_lancedb_compacted_so_a_write_links_few_files(
+    tmp_path: Path,
+    embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every `add` of a build appends a LanceDB fragment, manifest and transaction; a version served with
+    thousands of them made each later write hard-link and fsync them all (0.46 s at 300k chunks)."""
+    from hybridrag.indexing.builds import stages
+
+    monkeypatch.setattr(stages, "EMBED_BATCH", 2)  # five adds for nine chunks
+    rows = [{"_id": f"d{i}", "title": f"Doc {i}", "text": f"granite glacier note {i}."} for i in range(9)]
+    index_dir = tmp_path / "idx"
+    IndexBuilder(index_dir, MINILM, embedder=embedder).build(jsonl_corpus(tmp_path / "c", rows))
+
+    def lance_files(kind: str) -> int:
+        lance = versions.current_version(index_dir).path / "vectors" / "chunks.lance"
+        return sum(1 for p in (lance / kind).iterdir() if p.suffix in (".lance", ".manifest"))
+
+    assert lance_files("data") == 1 and lance_files("_versions") == 1
+    assert (
+        len(VectorIndexWriter(versions.current_version(index_dir).path / "vectors", 384, False)._table) == 9
+    )
+    new = Document(doc_id="n1", file_id="api", title="New", text="basalt fjord moraine.")
+    IndexBuilder(index_dir, MINILM, embedder=embedder).apply([new], [], defer_graph=True)
+    # A write adds its own fragment and LanceDB version, nothing in proportion to the base.
+    assert lance_files("data") == 2 and lance_files("_versions") == 2
