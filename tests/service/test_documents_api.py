@@ -159,7 +159,7 @@ def test_add_search_readd_and_delete(writable: str) -> None:
 def test_the_writer_runs_nicer_than_the_searches(writable: str) -> None:
     """Embedding a batch must not take the cores searches wait for: the writer thread, and the model's
     threads it starts, run WRITER_NICE nicer than the rest of the service (#48: search p95 while writes run
-    went from 1.8x to 1.4x search alone at 100k chunks)."""
+    went from 2.1x to 1.35x search alone at 100k chunks)."""
     import os
     import threading
 
