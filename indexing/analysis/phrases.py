@@ -101,8 +101,12 @@ class NameDictionary:
         self.names = dict(names)
         self.proper = proper
         self.concepts = concepts
-        self._longest = max((len(k.split()) for k in self.names), default=0)
-        self._first_words = {k.split()[0] for k in self.names}
+        # The most words of a name starting with each word: the spans tried at a word (a name is its
+        # folded words joined by single spaces, so a longer span cannot be one).
+        self._longest_from: dict[str, int] = {}
+        for key in self.names:
+            words = key.split()
+            self._longest_from[words[0]] = max(self._longest_from.get(words[0], 0), len(words))
 
     def find(
         self, text: str, mentions: Sequence[Mention], sentences: Sequence[SentenceWords] | None = None
@@ -121,9 +125,10 @@ class NameDictionary:
             cased = self.proper and casing_informative(text[s.start : s.end])
             inside = _inside_longer_names(s.keys, named.get(s.start, []) if cased else [])
             for i, first in enumerate(s.keys):
-                if first not in self._first_words or (cased and not s.words[i][:1].isupper()):
+                longest = self._longest_from.get(first, 0)
+                if not longest or (cased and not s.words[i][:1].isupper()):
                     continue
-                for j in range(min(len(s.keys), i + self._longest), i, -1):
+                for j in range(min(len(s.keys), i + longest), i, -1):
                     key = normalize_name(" ".join(s.keys[i:j]))
                     if key in self.names and (key, s.start) not in have and not inside(i, j):
                         have.add((key, s.start))
