@@ -175,8 +175,12 @@ class GraphIndex:
                 if len(own) != arrays.chunk_count:
                     raise ValueError(f"the graph lists {len(own)} chunks for {arrays.chunk_count} nodes")
                 rows = table_rows(own, order)
-                if len(own) == len(order) and np.array_equal(rows, np.arange(len(own))):
-                    rows = None  # built for this table: its rows are the graph's
+                # Built for this table: its rows are the graph's (not when the table holds deleted rows,
+                # which a node number would count too).
+                dead = getattr(order, "dead", None)
+                same = len(own) == len(order) and (dead is None or not len(dead))
+                if same and np.array_equal(rows, np.arange(len(own))):
+                    rows = None
                 else:
                     order = own
             elif arrays.chunk_count != len(order):

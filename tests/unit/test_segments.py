@@ -27,6 +27,7 @@ from hybridrag.indexing.stores.tables import (
     CHUNKS,
     DOCUMENTS,
     chunk_row,
+    dead_rows,
     deleted_path,
     read_version_table,
     table_files,
@@ -408,3 +409,54 @@ def test_a_full_build_leaves_lancedb_compacted_so_a_write_links_few_files(
     IndexBuilder(index_dir, MINILM, embedder=embedder).apply([new], [], defer_graph=True)
     # A write adds its own fragment and LanceDB version, nothing in proportion to the base.
     assert lance_files("data") == 2 and lance_files("_versions") == 2
+
+
+def test_a_graph_whose_table_gained_and_lost_rows_beyond_it_serves_filtered_searches(
+    tmp_path: Path,
+    embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows added after the graph was built and deleted again stay in the table's files (tombstones): the
+    graph, built for the rows before them, must still be served as the table's own order, filters and all."""
+    from fastapi.testclient import TestClient
+
+    from hybridrag.http.app import create_app
+    from hybridrag.pipeline.engine import SearchEngine
+    from hybridrag.pipeline.settings import Settings
+
+    monkeypatch.setattr(segments, "DEAD_SHARE", 1.0)
+    rows = [
+        {
+            "_id": f"d{i}",
+            "title": t,
+            "text": f"{t} lies in {p}, and Ada Lovelace wrote about it.",
+            "fileId": f"f{i}",
+        }
+        for i, (t, p) in enumerate(
+            [("Granite Hill", "Aberdeen"), ("Basalt Cove", "Antrim"), ("Fjord Bay", "Bergen")]
+        )
+    ]
+    index_dir = tmp_path / "idx"
+    IndexBuilder(index_dir, MINILM, embedder=embedder).build(jsonl_corpus(tmp_path / "c", rows))
+    late = [
+        Document(doc_id=f"late{i}", file_id="api", title="Late", text=f"Ada Lovelace in Leeds {i}.")
+        for i in range(2)
+    ]
+    IndexBuilder(index_dir, MINILM, embedder=embedder).apply(late, [], defer_graph=True)
+    IndexBuilder(index_dir, MINILM, embedder=embedder).apply([], ["late0", "late1"], defer_graph=True)
+    version = versions.current_version(index_dir)
+    assert len(dead_rows(version.path, CHUNKS)) == 2 and version.manifest["formatVersion"] == 3
+    settings = Settings(index_dir=index_dir, embedding_model="minilm", reload_interval_s=0, _env_file=None)  # type: ignore[call-arg]
+    with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as client:
+        for filters in ({}, {"fileIds": ["f1"]}):
+            body = {
+                "text": "Ada Lovelace Basalt Cove",
+                "options": {"strategies": ["graph"], "limit": 5},
+                "filters": {"minRelevance": 0, **filters},
+            }
+            answer = client.post("/v1/search", json=body)
+            assert answer.status_code == 200, answer.text
+            ids = [r["metadata"]["docId"] for r in answer.json()["results"] if r["type"] == "chunk"]
+            assert ids and not {"late0", "late1"} & set(ids)
+            assert "d1" in ids and (not filters or set(ids) == {"d1"})
+        assert client.get("/readyz").json()["graph"]["chunksAhead"] == 0
