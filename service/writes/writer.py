@@ -3,12 +3,13 @@
 A write (documents to add, files to extract, an id to delete) becomes a task: its JSON record and payload
 are written to the task folder (fsynced) before the request is answered, so an acknowledged write survives
 a crash. One writer thread takes queued tasks in order, up to `batch_max` documents or after `batch_wait_s`
-(writes that come while a batch is applied make up the next one), and applies them with `IndexBuilder.apply` as one new version (the same incremental add/delete and atomic
-publish as the CLI; to the bucket too when the service follows one) without rebuilding the graph: the
-documents are searchable by keyword and meaning at once and join the graph at the next merge, which a
-second thread runs once writes pause (`builds.merge`; writes wait for its publish only). The version's
-manifest lists the tasks it holds: after a crash, a task left `running` is `succeeded` if a version holds it, else queued again. A
-search never sees half a batch: it reads one published version.
+(writes that come while a batch is applied make up the next one), and applies them with
+`IndexBuilder.apply` as one new version (the same incremental add/delete and atomic publish as the CLI; to
+the bucket too when the service follows one) without rebuilding the graph: the documents are searchable by
+keyword and meaning at once and join the graph at the next merge, which a second thread runs once writes
+pause (`builds.merge`; writes wait for its publish only). The version's manifest lists the tasks it holds:
+after a crash, a task left `running` is `succeeded` if a version holds it, else queued again. A search
+never sees half a batch: it reads one published version.
 
 Per document, a task says what happened: added, replaced (same id, new content), unchanged (same id and
 content already indexed: nothing is written), deleted, not_found, or refused with the reason (a file that
