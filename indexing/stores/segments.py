@@ -32,6 +32,7 @@ from hybridrag.indexing.stores.tables import (
     KEY_COLUMNS,
     dead_rows,
     deleted_path,
+    live_mask,
     read_version_table,
     segment_path,
     table_files,
@@ -74,8 +75,7 @@ def update_table(
         return
     dead = np.union1d(dead, gone)
     if len(gone) and len(dead) > DEAD_SHARE * table.num_rows:
-        keep = np.ones(table.num_rows, dtype=bool)
-        keep[dead] = False
+        keep = live_mask(table.num_rows, dead)
         kept = table.filter(pa.array(keep))
         write_arrow(version / name, pa.concat_tables([kept, added]))
         for path in table_segments(version, name):
@@ -149,8 +149,7 @@ def compact(version: Path, name: str) -> bool:
         return False
     table = read_version_table(version, name, memory_map=True, live=False)
     if len(dead):
-        keep = np.ones(table.num_rows, dtype=bool)
-        keep[dead] = False
+        keep = live_mask(table.num_rows, dead)
         for column in KEY_COLUMNS[name]:
             lookup = _lookup(version, name, column, table, dead)
             lookup.kept(keep).save(keys_path(version / name, column))

@@ -129,10 +129,15 @@ def read_version_table(version: Path, name: str, memory_map: bool = False, live:
     table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
     dead = dead_rows(version, name) if live else None
     if dead is not None and len(dead):
-        keep = np.ones(table.num_rows, dtype=bool)
-        keep[dead] = False
-        table = table.filter(pa.array(keep))
+        table = table.filter(pa.array(live_mask(table.num_rows, dead)))
     return table
+
+
+def live_mask(rows: int, dead: np.ndarray) -> np.ndarray:
+    """True for each of `rows` rows but the `dead` ones."""
+    keep = np.ones(rows, dtype=bool)
+    keep[dead] = False
+    return keep
 
 
 def live_row_count(version: Path, name: str) -> int:

@@ -30,7 +30,7 @@ from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.stores.manifest import Manifest
-from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, deleted_path
+from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, deleted_path, table_segments
 
 MANIFEST = "manifest.json"
 # Format 2: a version's tables and vector serving files may carry segments and tombstones beside their
@@ -215,8 +215,8 @@ def format_of(folder: Path) -> int:
     if any(deleted_path(folder, name).is_file() for name in (CHUNKS, DOCUMENTS)):
         return 3
     segmented = [
-        *folder.glob("chunks.*.arrow"),
-        *folder.glob("documents.*.arrow"),
+        *table_segments(folder, CHUNKS),
+        *table_segments(folder, DOCUMENTS),
         *(folder / "vectors").glob("serving-vectors.*.npy"),
         *(folder / "vectors").glob("serving-deleted.npy"),
     ]
