@@ -58,7 +58,7 @@ def measure_index(
             text, ChunkFilters(), vector, classification.type, tuple(classification.extracted_entities)
         )
         t0 = time.perf_counter()
-        restart, _notes = retriever.restart(query)
+        restart = retriever.restart(query).restart
         t1 = time.perf_counter()
         if restart:
             nodes, _mass, _p = walk(graph, restart)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary, NothingToIndex
-from hybridrag.indexing.builds.merge import GraphMerge, merge_lock
+from hybridrag.indexing.builds.merge import merge_graph
 from hybridrag.indexing.builds.passages import (
     PassageEngine,
     Passages,
@@ -178,17 +178,8 @@ class IndexBuilder:
         """Bring a graph that deferred writes left behind up to date (`builds.merge`): built without the
         writer's lock, attached to the newest version. None when it is not behind or another merge runs."""
         versions.current_version(self.index_dir)  # no index there: IndexUnavailable, and nothing created
-        with merge_lock(self.index_dir) as mine:
-            if not mine:
-                return None
-            merge = GraphMerge.take(self.index_dir, self._merge_embedder, self._progress, self.lock_wait_s)
-            if merge is None:
-                return None
-            try:
-                merge.build()
-                return merge.attach()
-            finally:
-                merge.discard()
+        done = merge_graph(self.index_dir, self._merge_embedder, self._progress, self.lock_wait_s)
+        return None if done is None else done[1]
 
     def _merge_embedder(self, config: BuildConfig) -> Embedder | None:
         self.config = config

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
+from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.analysis.concepts import ConceptCounter
 from hybridrag.indexing.analysis.entities import (
     DISAMBIGUATION,
@@ -28,6 +29,9 @@ from hybridrag.indexing.analysis.entities import (
 from hybridrag.indexing.analysis.phrases import NameDictionary, PhraseCounter, sentence_words
 from hybridrag.indexing.analysis.text import content_hash, has_japanese
 from hybridrag.indexing.stores.graph import ChunkMentions, Community, Entity, GraphData, Relation, Synonym
+from hybridrag.indexing.stores.graph_arrays import GraphArrays
+from hybridrag.indexing.stores.graph_delta import DELTA_SCHEMA
+from hybridrag.indexing.stores.graph_index import entities_named
 
 TITLE_SPAN_MIN_WORDS = 2
 # Chosen on HotpotQA-100 dev (benchmarks/README.md): e5's name vectors are crowded (median nearest neighbour
@@ -187,6 +191,30 @@ def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
 
 def _cased_or_japanese(sentence: str) -> bool:
     return casing_informative(sentence) or has_japanese(sentence)
+
+
+def delta_links(arrays: GraphArrays, chunks: Sequence[ChunkMentions], analyzer: Analyzer) -> pa.Table:
+    """Links of passages written after the graph was built (`stores.graph_delta`): to the graph's entities
+    their mentions name as a build keeps them (`_graph_mentions`; a title mention marks the passage as
+    about the entity) and to those whose names their text spells in any letter case (the titles, phrases
+    and concepts a build's corpus-wide linking would find, `graph_index.entities_named`); a name the graph
+    does not hold is kept by its key (a node the merge will make). A passage without any keeps one row
+    without an entity."""
+    rows: list[dict[str, Any]] = []
+    for chunk in chunks:
+        linked: dict[str, tuple[str | None, bool]] = {}
+        for m in _graph_mentions(chunk).mentions:
+            eid = entity_id(m.key)
+            key = None if arrays.entity_row(eid) is not None else m.key
+            linked[eid] = (key, linked.get(eid, (key, False))[1] or m.sentence_start < 0)
+        for row in entities_named(arrays, chunk.text, analyzer):
+            linked.setdefault(arrays.entity_id(row), (None, False))
+        if not linked:
+            rows.append({"chunk_id": chunk.chunk_id, "entity_id": None, "key": None, "about": False})
+        rows += [
+            {"chunk_id": chunk.chunk_id, "entity_id": e, "key": k, "about": a} for e, (k, a) in linked.items()
+        ]
+    return pa.Table.from_pylist(rows, schema=DELTA_SCHEMA)
 
 
 def article_key(title: str) -> str:

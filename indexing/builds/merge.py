@@ -38,6 +38,7 @@ from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
 from hybridrag.indexing.builds.stages import Stages, VersionWrite, disk_bytes, no_progress
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores import quantized, segments, vector_segments, versions
+from hybridrag.indexing.stores.graph_delta import DELTA
 from hybridrag.indexing.stores.tables import (
     CHUNKS,
     DOCUMENTS,
@@ -78,6 +79,34 @@ def merge_lock(index_dir: Path) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def merge_graph(
+    index_dir: Path,
+    embedder: Callable[[BuildConfig], Embedder | None],
+    progress: Callable[..., Iterable[Any]],
+    lock_wait_s: float = 0.0,
+    build: Callable[[GraphMerge], None] | None = None,
+    held: Callable[[], contextlib.AbstractContextManager[object]] = contextlib.nullcontext,
+) -> tuple[GraphMerge, BuildSummary] | None:
+    """One merge, start to end: the merge lock, `take`, the build without the writer's lock (`build`:
+    `GraphMerge.build` unless given, e.g. in a child process), `attach`, and the copy discarded whatever
+    happened. `held`: what the caller holds around `take` and `attach` (the service's writer: its
+    workspace). None when the graph is not behind, another merge runs or a newer graph was published."""
+    with merge_lock(index_dir) as mine:
+        if not mine:
+            return None
+        with held():
+            merge = GraphMerge.take(index_dir, embedder, progress, lock_wait_s)
+        if merge is None:
+            return None
+        try:
+            (build or GraphMerge.build)(merge)
+            with held():
+                summary = merge.attach()
+        finally:
+            merge.discard()
+    return None if summary is None else (merge, summary)
 
 
 @dataclass(slots=True)
@@ -194,6 +223,10 @@ class GraphMerge:
             staging = versions.clone_into_staging(self.index_dir, current.path, version)
             try:
                 with self.stages.timed("publish"):
+                    pending = staging / "graph" / DELTA
+                    if current.version != self.version and pending.is_file():
+                        # Links of passages written during the build: the merged graph does not hold them.
+                        os.replace(pending, self.snapshot.path / "graph" / DELTA)
                     shutil.rmtree(staging / "graph")
                     os.rename(self.snapshot.path / "graph", staging / "graph")
                     if current.version == self.version:

@@ -23,7 +23,7 @@ import pyarrow as pa
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import EntityExtractor, Mention, chunk_types
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
-from hybridrag.indexing.builds.graph_build import build_graph, synonym_pairs
+from hybridrag.indexing.builds.graph_build import build_graph, delta_links, synonym_pairs
 from hybridrag.indexing.builds.passages import PassageEngine, WrittenVectors, embedding_text, make_chunks
 from hybridrag.indexing.documents.sources import Document, SourceReport
 from hybridrag.indexing.models.embedders import Embedder
@@ -32,6 +32,7 @@ from hybridrag.indexing.stores.filters import parse_date
 from hybridrag.indexing.stores.graph import GRAPH_FORMAT, ChunkMentions, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
+from hybridrag.indexing.stores.graph_delta import DELTA, read_delta, write_delta
 from hybridrag.indexing.stores.graph_order import ListOrder
 from hybridrag.indexing.stores.keyword import KeywordIndexWriter, KeywordRow
 from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable, write_keys
@@ -148,7 +149,7 @@ class VersionWrite:
         self.entities(analyzer)
         self.keyword(analyzer)
         embedding = self.vectors()
-        graph_counts = self.graph()
+        graph_counts = self.graph(analyzer)
         self.tables()
         self.manifest = {
             "version": self.version,
@@ -337,12 +338,12 @@ class VersionWrite:
                     vectors,
                 )
 
-    def graph(self) -> dict[str, Any] | None:
+    def graph(self, analyzer: Analyzer | None = None) -> dict[str, Any] | None:
         """The graph, its record and the arrays the service maps; returns the manifest's `graph` counts."""
         if not self.config.graph:
             return None
         if self.carries_graph:
-            return self._carry_graph()
+            return self._carry_graph(analyzer or Analyzer(self.config.sudachi_mode))
         self.load_all()
         chunks, embedder = self.chunks, self.embedder
         with self.stages.timed("graph"):
@@ -355,6 +356,8 @@ class VersionWrite:
             write_mentions(self.staging / MENTIONS, self.mentions, [c.chunk_id for c in chunks])
             for segment in mention_segments(self.staging):  # folded into mentions.arrow
                 segment.unlink()
+            # The graph holds every passage: no link waits for it.
+            (self.staging / "graph" / DELTA).unlink(missing_ok=True)
         community_vectors = entity_vectors = None
         if embedder is not None and graph.communities:
             with self.stages.timed("embed"):
@@ -390,12 +393,13 @@ class VersionWrite:
         arrays = base.path / "graph" / GRAPH_ARRAYS
         return GraphArrays.present(arrays) and (GraphArrays.format_of(arrays) or 0) >= 5
 
-    def _carry_graph(self) -> dict[str, Any]:
+    def _carry_graph(self, analyzer: Analyzer) -> dict[str, Any]:
         """The base's graph kept as it is (already in the staging copy): the write's cost follows what it
         writes, not the corpus. Its chunk nodes keep the order they were built in (`graph_arrays`), so the
         service serves it beside the new table: chunks deleted since are ruled out of results, chunks added
-        since are found by the other retrievers and join the graph at the next merge (`builds.merge`),
-        which reads their mentions from this write's own segment."""
+        since are linked to its entities (`stores.graph_delta`: the walk reaches them one step from there)
+        and join the graph at the next merge (`builds.merge`), which reads their mentions from this write's
+        own segment."""
         base = self.base
         assert base is not None
         counts = base.manifest.get("graph") or {}
@@ -407,6 +411,27 @@ class VersionWrite:
             if self.new_chunks:
                 segment = mention_segment(self.staging, self.version)
                 write_mentions(segment, self.mentions, [c.chunk_id for c in self.new_chunks])
+            folder = self.staging / "graph"
+            added = delta_links(
+                GraphArrays.open(arrays),
+                [
+                    ChunkMentions(
+                        c.chunk_id,
+                        c.file_id,
+                        c.text,
+                        self.mentions.get(c.chunk_id, ()),
+                        self.titles[c.doc_id],
+                    )
+                    for c in self.new_chunks
+                ],
+                analyzer,
+            )
+            removed = self._removed_chunk_ids() if self.removed else []
+            kept, own = read_delta(folder), GraphArrays.chunk_order(arrays)
+            if kept.num_rows and own is not None:  # passages a merge brought into the graph since
+                held = np.asarray(own.rows(kept.column("chunk_id").to_pylist())) >= 0
+                kept = kept.filter(pa.array(~held))
+            write_delta(folder, kept, added, removed)
         return {
             **counts,
             "extraction": self.extraction,

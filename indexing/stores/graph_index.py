@@ -175,11 +175,8 @@ class GraphIndex:
                 if len(own) != arrays.chunk_count:
                     raise ValueError(f"the graph lists {len(own)} chunks for {arrays.chunk_count} nodes")
                 rows = table_rows(own, order)
-                # Built for this table: its rows are the graph's (not when the table holds deleted rows,
-                # which a node number would count too).
-                dead = getattr(order, "dead", None)
-                same = len(own) == len(order) and (dead is None or not len(dead))
-                if same and np.array_equal(rows, np.arange(len(own))):
+                # Built for this table: its rows, deleted ones counted, are the graph's chunk nodes.
+                if len(own) == order.row_count and np.array_equal(rows, np.arange(len(own))):
                     rows = None
                 else:
                     order = own
@@ -358,25 +355,7 @@ class GraphIndex:
 
     def match(self, text: str, analyzer: Analyzer, extra: tuple[str, ...] = ()) -> list[int]:
         """Entities named in the query: every word n-gram (or morpheme run) that is an entity name or alias."""
-        text = unicodedata.normalize("NFKC", text)
-        if has_japanese(text):
-            words = [s for s, _n, _p, _b, _e in analyzer.japanese.morphemes(text)]
-            joiner = ""
-        else:
-            words = [w.strip(".'’") for w in _WORDS.findall(text)]
-            joiner = " "
-        forms: list[str] = []
-        for i in range(len(words)):
-            for j in range(i + 1, min(len(words), i + MAX_NGRAM) + 1):
-                form = normalize_name(joiner.join(words[i:j]))
-                if j == i + 1 and (form in ENGLISH_STOPWORDS or len(form) < 2):
-                    continue
-                forms.append(form)
-        forms.extend(normalize_name(name) for name in extra)
-        found: dict[int, None] = {}
-        for rows in self.arrays.named_many(list(dict.fromkeys(forms))):
-            found.update(dict.fromkeys(rows))
-        return list(found)
+        return entities_named(self.arrays, text, analyzer, extra)
 
     def match_by_meaning(self, vector: np.ndarray | None) -> list[int]:
         """Entities whose embedded name is close to the query vector (an index built with name vectors)."""
@@ -389,3 +368,35 @@ class GraphIndex:
     def edge_count(self, nodes: np.ndarray) -> int:
         """How many edges the given nodes have in all."""
         return int(row_lengths(self.adjacency.indptr, nodes).sum())
+
+
+def name_forms_in(text: str, analyzer: Analyzer) -> list[str]:
+    """Every word n-gram (up to `MAX_NGRAM`; morpheme runs in Japanese) of `text` as a normalised name form,
+    each once, in order of appearance; single stopwords and one-letter words left out."""
+    text = unicodedata.normalize("NFKC", text)
+    if has_japanese(text):
+        words = [s for s, _n, _p, _b, _e in analyzer.japanese.morphemes(text)]
+        joiner = ""
+    else:
+        words = [w.strip(".'’") for w in _WORDS.findall(text)]
+        joiner = " "
+    forms: list[str] = []
+    for i in range(len(words)):
+        for j in range(i + 1, min(len(words), i + MAX_NGRAM) + 1):
+            form = normalize_name(joiner.join(words[i:j]))
+            if j == i + 1 and (form in ENGLISH_STOPWORDS or len(form) < 2):
+                continue
+            forms.append(form)
+    return list(dict.fromkeys(forms))
+
+
+def entities_named(
+    arrays: GraphArrays, text: str, analyzer: Analyzer, extra: Sequence[str] = ()
+) -> list[int]:
+    """The entity rows whose name or alias `text` spells (any letter case; `name_forms_in`), and those of
+    the names in `extra`, in order of first appearance."""
+    forms = name_forms_in(text, analyzer) + [normalize_name(name) for name in extra]
+    found: dict[int, None] = {}
+    for rows in arrays.named_many(list(dict.fromkeys(forms))):
+        found.update(dict.fromkeys(rows))
+    return list(found)

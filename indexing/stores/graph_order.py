@@ -14,6 +14,11 @@ class ChunkOrder(Protocol):
 
     def __len__(self) -> int: ...
 
+    @property
+    def row_count(self) -> int:
+        """Rows, deleted ones included: what node numbers and row numbers count."""
+        ...
+
     def id_at(self, row: int) -> str: ...
 
     def ids_at(self, rows: Sequence[int]) -> list[str]: ...
@@ -31,6 +36,10 @@ class ListOrder:
         self._row = {c: i for i, c in enumerate(self._ids)}
 
     def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def row_count(self) -> int:
         return len(self._ids)
 
     def id_at(self, row: int) -> str:

@@ -105,16 +105,32 @@ def _mention_edges(
     kept = at >= 0
     entity = np.asarray(mention_entity, dtype=np.int64)[kept]
     chunk = ne + at[kept]
+    about = np.asarray(mention_titled, dtype=bool)[kept]
+    df = np.bincount(entity, minlength=ne).astype(np.float64)
+    to_chunk, to_entity = mention_weights(
+        about,
+        np.asarray(mention_article, dtype=bool)[kept],
+        np.asarray(mention_concept, dtype=bool)[kept],
+        df[entity],
+        len(order),
+    )
+    return entity, chunk, to_entity, to_chunk
+
+
+def mention_weights(
+    about: np.ndarray, article: np.ndarray, concept: np.ndarray, df: np.ndarray, chunks: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two weights of each mention's edge: (entity -> passage, passage -> entity), for mentions whose
+    passage's title names the entity (`about`), of entities with an article or that are concepts, each
+    entity mentioned by `df` of the graph's `chunks` passages. A graph's build and the links of passages
+    written after it (`graph_delta`) weigh alike."""
     # Entity -> passage: mostly to the passages about it (title), so a bridge entity leads to its own
     # article. Passage -> entity: mostly to the entities with an article that the passage's own title
     # does not name, the bridges; alike to the others (a corpus without articles walks as before).
-    about = np.asarray(mention_titled, dtype=bool)[kept]
     to_chunk = 1.0 + TITLE_WEIGHT * about
-    to_entity = 1.0 + ARTICLE_WEIGHT * (np.asarray(mention_article, dtype=bool)[kept] & ~about)
+    to_entity = 1.0 + ARTICLE_WEIGHT * (article & ~about)
     # From a passage, a concept weighs by how specific it is (its idf over the largest, cubed): a phrase a
     # few passages share leads somewhere, one many share spreads the walk thin; names keep their weight.
-    df = np.bincount(entity, minlength=ne).astype(np.float64)
-    most = np.log1p(max(1, len(order)))
-    concept_weight = (np.log1p(len(order) / np.maximum(df[entity], 1.0)) / most) ** CONCEPT_SPECIFICITY_POWER
-    to_entity = np.where(np.asarray(mention_concept, dtype=bool)[kept], concept_weight, to_entity)
-    return entity, chunk, to_entity, to_chunk
+    most = np.log1p(max(1, chunks))
+    concept_weight = (np.log1p(chunks / np.maximum(df, 1.0)) / most) ** CONCEPT_SPECIFICITY_POWER
+    return to_chunk, np.where(concept, concept_weight, to_entity)

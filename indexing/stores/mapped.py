@@ -174,6 +174,11 @@ class _MappedTable:
         """Live rows (deleted ones not counted)."""
         return self.table.num_rows - len(self.dead)
 
+    @property
+    def row_count(self) -> int:
+        """Rows, deleted ones included (row numbers count them)."""
+        return self.table.num_rows
+
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.row(key) is not None
 

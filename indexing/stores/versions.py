@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
+from hybridrag.indexing.stores import vector_segments
 from hybridrag.indexing.stores.manifest import Manifest
 from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, deleted_path, table_segments
 
@@ -214,12 +215,13 @@ def format_of(folder: Path) -> int:
     """The format a version's files need (see `FORMAT_VERSION`)."""
     if any(deleted_path(folder, name).is_file() for name in (CHUNKS, DOCUMENTS)):
         return 3
-    segmented = [
-        *table_segments(folder, CHUNKS),
-        *table_segments(folder, DOCUMENTS),
-        *(folder / "vectors").glob("serving-vectors.*.npy"),
-        *(folder / "vectors").glob("serving-deleted.npy"),
-    ]
+    vectors = folder / "vectors"
+    segmented = (
+        table_segments(folder, CHUNKS)
+        or table_segments(folder, DOCUMENTS)
+        or vector_segments.segment_names(vectors)
+        or (vectors / vector_segments.DELETED).is_file()
+    )
     return 2 if segmented else 1
 
 

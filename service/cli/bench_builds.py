@@ -73,6 +73,34 @@ def bench_documents(
     typer.echo(markdown)
 
 
+@bench_app.command("deferred")
+def bench_deferred(
+    dataset: Annotated[Path, typer.Option("--dataset", help="BEIR-layout folder")],
+    split: Annotated[str, typer.Option(help="qrels split whose queries are searched")] = "test",
+    embedding_model: ModelOpt = DEFAULT_EMBEDDING_MODEL,
+    encoder: Annotated[str, typer.Option(help="Passage encoder of the build: torch or onnx")] = "torch",
+    share: Annotated[
+        float,
+        typer.Option(min=0.01, max=0.9, help="Share of the judged and of the other documents held back"),
+    ] = 0.2,
+    batch: Annotated[int, typer.Option(min=1, help="Held-back documents a write")] = 100,
+    out: OutOpt = None,
+) -> None:
+    """Quality before a merge: documents written after the build with the graph left behind (linked to it,
+    and not), against the merged graph."""
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, write_results
+    from hybridrag.benchmarks.deferred import run_deferred, to_markdown
+
+    if not (dataset / "corpus.jsonl").is_file():
+        raise typer.BadParameter(f"{dataset} has no corpus.jsonl", param_hint="--dataset")
+    report = run_deferred(dataset, split, embedding_model, encoder, share, batch)
+    markdown = to_markdown(report)
+    target = out or RESULTS / f"deferred-{dataset.name}-{embedding_model.replace('/', '_')}.json"
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+
+
 @bench_app.command("extract")
 def bench_extract(
     source: Annotated[Path, typer.Option("--source", help="A folder of PDFs (e.g. ../shared/data/pdf)")],

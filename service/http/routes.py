@@ -56,7 +56,8 @@ async def readyz(engine: EngineDep) -> JSONResponse:
         "indexVersion": engine.index.version_name if engine.components["index"].ready else None,
         # Strategies this index cannot serve, and why (semantic without an embedding model, a graph-less build).
         "unavailable": dict(engine.index.unavailable) if engine.components["index"].ready else {},
-        # How far writes are ahead of the graph (they join it at the next merge): builtFor, chunksAhead, chunksGone.
+        # How far writes are ahead of the graph (they join it at the next merge): builtFor, chunksAhead,
+        # chunksLinked, chunksGone.
         "graph": engine.index.graph_freshness() if engine.components["index"].ready else None,
         "schemaVersion": SCHEMA_VERSION,
         # Which worker process answered: with `serve --workers N` each has its own engine and version.

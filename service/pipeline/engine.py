@@ -349,13 +349,17 @@ class SearchEngine(IndexLifecycle):
 
 
 def _ahead_of_graph(index: LoadedIndex, rankings: dict[str, list[str]]) -> dict[str, set[str]] | None:
-    """The other lists' passages the graph does not hold yet (written after it was built; None when it
-    holds every passage): the fusion leaves the graph's weight out of their scores."""
+    """The other lists' passages the graph cannot rank yet (written after it was built by a release that did
+    not link them to it, `stores.graph_delta`; None when it holds every passage): the fusion leaves the
+    graph's weight out of their scores."""
     graph = index.graph
     if graph is None or not graph.lagging or "graph" not in rankings:
         return None
     ids = list(dict.fromkeys(i for name, ranked in rankings.items() if name != "graph" for i in ranked))
     ahead = (graph.chunks.rows(ids) < 0) & (index.chunks.rows(ids) >= 0)  # passages, not entities or reports
+    delta = index.graph_retriever.delta if index.graph_retriever is not None else None
+    if delta is not None:  # linked to the graph's entities: the walk could have ranked them
+        ahead &= ~delta.linked(ids)
     return {"graph": {i for i, a in zip(ids, ahead.tolist(), strict=True) if a}}
 
 

@@ -12,7 +12,10 @@ own seed searches when it runs alone; keyword's carry a quarter of the passage s
 a local push from the seeds (`graph_walk`), bounded by a tolerance and a fanout per node, so a query's cost
 follows the mass its seeds spread, not the corpus. Passages are ranked by the mass the walk brought
 them beyond their own restart share: a second-hop passage that shares no word with the question is found
-through the bridge entity the first passage mentions. Communities (global / hybrid questions) are ranked by
+through the bridge entity the first passage mentions. Passages written since the graph was built
+(`stores.graph_delta`, until a merge brings them in) get the mass one more step of the walk brings them from
+the entities they are linked to, and hand a seed's restart mass to those entities, as the merged graph's walk
+would. Communities (global / hybrid questions) are ranked by
 the cosine of the query to their embedded report. The constants were chosen on the dev sets together
 (benchmarks/README.md) and are one setting for every corpus.
 """
@@ -20,6 +23,7 @@ the cosine of the query to their embedded report. The constants were chosen on t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,9 +31,10 @@ import numpy as np
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.stores.filters import ChunkColumns, ChunkFilters
-from hybridrag.indexing.stores.graph_index import GraphIndex
+from hybridrag.indexing.stores.graph_delta import GraphDelta
+from hybridrag.indexing.stores.graph_index import GraphIndex, name_forms_in
 from hybridrag.pipeline.graph_trace import GraphTrace
-from hybridrag.pipeline.graph_walk import DAMPING, Scratch, walk
+from hybridrag.pipeline.graph_walk import DAMPING, Scratch, one_step, walk
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
 
 PASSAGE_SEEDS = 3  # top passages taken from each seeding retriever
@@ -42,11 +47,24 @@ ENTITY_RESULTS = 3
 COMMUNITY_RESULTS = 3
 
 
+@dataclass(slots=True)
+class Seeds:
+    """What seeds a query's walk (`GraphRetriever.restart`): the restart over the graph's nodes, notes, and
+    with a delta the restart mass of seed passages the graph does not hold yet (by delta position) and of
+    the new names the query spells (by name)."""
+
+    restart: dict[int, float]
+    notes: list[str]
+    waiting: dict[int, float] = field(default_factory=dict)
+    named: dict[int, float] = field(default_factory=dict)
+
+
 class GraphRetriever:
     """Personalised PageRank from the query's entities and top passages; communities for global questions.
 
     `seeders` are the retrievers that find seed passages when the search did not hand them over (the graph
-    running alone): semantic (when the query has a vector) and keyword.
+    running alone): semantic (when the query has a vector) and keyword. `delta`: the passages written since
+    the graph was built, linked to its entities (None: the graph holds every passage).
     """
 
     name = "graph"
@@ -57,6 +75,7 @@ class GraphRetriever:
         columns: ChunkColumns,
         analyzer: Analyzer,
         seeders: Mapping[str, Retriever] | None = None,
+        delta: GraphDelta | None = None,
     ) -> None:
         if columns.size != len(graph.chunks):
             raise ValueError(f"{columns.size} chunk columns for a graph of {len(graph.chunks)} chunks")
@@ -65,6 +84,7 @@ class GraphRetriever:
         self._seeders = dict(seeders or {})
         self._columns = columns
         self._scratch = Scratch(graph.node_count)
+        self.delta = delta
 
     def names_in(self, text: str) -> list[str]:
         """Names of the graph's entities that `text` spells (any letter case), longest first; a name inside
@@ -106,28 +126,42 @@ class GraphRetriever:
             out[name] = [(c.id, c.raw_score) for c in seeder.retrieve(query, PASSAGE_SEEDS).candidates]
         return out
 
-    def restart(self, query: RetrievalQuery) -> tuple[dict[int, float], list[str]]:
-        """The walk's restart distribution over seed nodes, and notes on what seeded it."""
+    def restart(self, query: RetrievalQuery) -> Seeds:
+        """The walk's restart distribution over seed nodes and notes on what seeded it; with a delta, the
+        restart mass of seed passages the graph does not hold yet (handed to their entities in `restart`)
+        and of the new names the query names."""
         g = self.graph
         notes: list[str] = []
         entities = dict.fromkeys(g.match(query.text, self._analyzer, query.entities))
         entities.update(dict.fromkeys(g.match_by_meaning(query.vector)))
+        new_names = self._new_names(query)
         ne = len(g.entities)
         sources: dict[str, list[tuple[int, float]]] = {}
         for name, passages in self.seed_passages(query).items():
-            rows = g.chunks.rows([c for c, _s in passages])
-            sources[name] = [(ne + int(r), s) for r, (_c, s) in zip(rows, passages, strict=True) if r >= 0]
+            ids = [c for c, _s in passages]
+            nodes = ne + g.chunks.rows(ids)
+            if self.delta is not None:
+                # A passage written since the graph was built: node -1 - its delta position.
+                pending = self.delta.position(ids)
+                nodes = np.where((nodes < ne) & (pending >= 0), -1 - pending, nodes)
+            sources[name] = [
+                (int(n), s) for n, (_c, s) in zip(nodes, passages, strict=True) if n >= ne or n < 0
+            ]
         sources = {name: hits for name, hits in sources.items() if hits}
         restart: dict[int, float] = {}
-        if entities:
+        named: dict[int, float] = {}
+        if entities or new_names:
+            assert self.delta is not None or not new_names
             weights = {e: 1.0 / max(1, g.chunk_count_of(e)) for e in entities}
-            total = sum(weights.values())
+            news = {j: 1.0 / max(1, self.delta.names.count(j)) for j in new_names} if self.delta else {}
+            total = sum(weights.values()) + sum(news.values())
             share = 1.0 - PASSAGE_SHARE if sources else 1.0
             restart.update({e: w / total * share for e, w in weights.items()})
+            named.update({j: w / total * share for j, w in news.items()})
         else:
             notes.append("no entity of the query was found in the graph")
         if sources:
-            passage_mass = PASSAGE_SHARE if entities else 1.0
+            passage_mass = PASSAGE_SHARE if entities or new_names else 1.0
             shares = {"semantic": 1.0 - KEYWORD_SEED_SHARE, "keyword": KEYWORD_SEED_SHARE}
             total_share = sum(shares.get(name, 0.0) for name in sources) or 1.0
             for name, hits in sources.items():
@@ -138,14 +172,38 @@ class GraphRetriever:
                 share = passage_mass * shares.get(name, 0.0) / total_share
                 for (node, _s), w in zip(hits, scaled / scaled.sum(), strict=True):
                     restart[node] = restart.get(node, 0.0) + float(w) * share
-        return restart, notes
+        waiting = {-1 - n: restart.pop(n) for n in [n for n in restart if n < 0]}
+        if waiting:
+            assert self.delta is not None
+            delta = self.delta
+            for at, mass in waiting.items():
+                # What the passage's first push hands the graph's entities and its new names: DAMPING of its
+                # restart mass, by the passage -> entity weights.
+                lo, hi = delta.indptr[at], delta.indptr[at + 1]
+                new, new_weight = delta.names.of_passage(at)
+                total = float(delta.outward[lo:hi].sum() + new_weight.sum())
+                if total <= 0:
+                    continue
+                for e, w in zip(delta.entity[lo:hi].tolist(), delta.outward[lo:hi].tolist(), strict=True):
+                    restart[e] = restart.get(e, 0.0) + DAMPING * mass * w / total
+                for j, w in zip(new.tolist(), new_weight.tolist(), strict=True):
+                    named[j] = named.get(j, 0.0) + DAMPING * mass * w / total
+        return Seeds(restart, notes, waiting, named)
+
+    def _new_names(self, query: RetrievalQuery) -> list[int]:
+        """The delta's new names (`graph_delta.NewNames`) the query spells, as `match` finds the graph's."""
+        names = self.delta.names.index if self.delta is not None else None
+        if not names:
+            return []
+        forms = name_forms_in(query.text, self._analyzer) + [normalize_name(e) for e in query.entities]
+        return list(dict.fromkeys(names[f] for f in forms if f in names))
 
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
         g = self.graph
         filters = query.filters
-        restart, notes = self.restart(query)
+        seeds = self.restart(query)
+        restart, notes = seeds.restart, seeds.notes
         mask = self._mask(filters)
-        chunk_hits: list[Candidate] = []
         entity_hits: list[Candidate] = []
         trace = None
         if restart and not g.edge_count(np.fromiter(restart, dtype=np.int64, count=len(restart))):
@@ -154,29 +212,70 @@ class GraphRetriever:
             # them. An empty list leaves the fusion as if the graph were off.
             notes.append("the query's passages mention no entity of the graph: nothing to walk")
             restart = {}
-        matched = 0
+        nodes, mass, p = np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
         if restart:
             nodes, mass, p = walk(g, restart, self._scratch)
+            # The walk normalises its restart; what seeds outside the graph keep is not in it.
+            total = sum(restart.values())
+            mass, p = mass * total, p * total
             full = np.zeros(g.node_count)
             full[nodes] = mass
             trace = GraphTrace(tuple(sorted(restart)), full)
-            chunk_hits, matched = self._passages(nodes, mass, p, mask, limit)
             entity_hits = self._entities(nodes, mass, filters, mask)
+        chunk_hits, matched = self._passages(
+            nodes, mass, p, mask, limit, self._delta_passages(seeds, restart, nodes, mass, trace, filters)
+        )
         community_hits = self._communities(query, mask)
-        total = matched + len(entity_hits) + len(community_hits)
+        total_hits = matched + len(entity_hits) + len(community_hits)
         # Chunks lead (they answer local questions); the query's entities follow the first few chunks;
         # community reports lead for global questions.
         # The list keeps `limit` passages whatever else it holds: their evidence scale (fusion) then does not
         # depend on how many entities and reports came with them.
         ordered = chunk_hits[:10] + entity_hits + chunk_hits[10:]
         ordered = community_hits + ordered if query.query_type == "global" else ordered + community_hits
-        return Retrieved(ordered, total, notes, trace, ratio_scores=True)
+        return Retrieved(ordered, total_hits, notes, trace, ratio_scores=True)
+
+    def _delta_passages(
+        self,
+        seeds: Seeds,
+        restart: Mapping[int, float],
+        nodes: np.ndarray,
+        mass: np.ndarray,
+        trace: GraphTrace | None,
+        filters: ChunkFilters,
+    ) -> tuple[list[str], np.ndarray]:
+        """The passages written since the graph was built that the walk reached (ids, scores): one step from
+        the graph's entities (`graph_walk.one_step`), one from the new names the query spells, and a seed's
+        own kept share, as the merged graph's walk would give them."""
+        delta = self.delta
+        if delta is None:
+            return [], np.zeros(0)
+        scores, via = one_step(delta, nodes, mass, restart)
+        for at, seed_mass in seeds.waiting.items():
+            scores[at] += RESTART_KEPT * (1 - DAMPING) * seed_mass
+        for name, name_mass in seeds.named.items():
+            passages, share = delta.names.passages_of(name)
+            np.add.at(scores, passages, DAMPING * (1 - DAMPING) * name_mass * share)
+        kept = scores > 0
+        if filters.active:
+            kept &= delta.columns.mask(filters, delta.position)
+        reached = np.flatnonzero(kept).tolist()
+        if trace is not None:
+            trace.delta_via.update((delta.ids[i], int(via[i])) for i in reached if via[i] >= 0)
+        return [delta.ids[i] for i in reached], scores[reached]
 
     def _passages(
-        self, nodes: np.ndarray, mass: np.ndarray, p: np.ndarray, mask: np.ndarray | None, limit: int
+        self,
+        nodes: np.ndarray,
+        mass: np.ndarray,
+        p: np.ndarray,
+        mask: np.ndarray | None,
+        limit: int,
+        pending: tuple[list[str], np.ndarray],
     ) -> tuple[list[Candidate], int]:
         """The passages the walk reached, by the mass it brought them beyond their restart share (at most
-        `limit`), and how many passed the filters."""
+        `limit`), and how many passed the filters; `pending`: the delta's (`_delta_passages`), after the
+        graph's at equal scores."""
         g = self.graph
         ne = len(g.entities)
         is_chunk = nodes >= ne
@@ -187,16 +286,22 @@ class GraphRetriever:
         if mask is not None:
             eligible &= mask[positions]
         chunk_scores, positions = chunk_scores[eligible], positions[eligible]
-        # Best first; ties keep chunk order (a stable sort of ascending positions).
-        order = np.argsort(-chunk_scores, kind="stable")[:limit]
-        top = float(chunk_scores[order[0]]) if len(order) else 0.0
+        pending_ids, pending_scores = pending
+        scores = np.concatenate([chunk_scores, pending_scores])
+        # Best first; ties keep chunk order (a stable sort of ascending positions), the graph's first.
+        order = np.argsort(-scores, kind="stable")[:limit]
+        top = float(scores[order[0]]) if len(order) else 0.0
+        held = order[order < len(positions)]
+        named = dict(zip(held.tolist(), g.chunks.ids_at(positions[held].tolist()), strict=True))
         hits = [
-            Candidate(chunk_id, score, score / top if top > 0 else 0.0)
-            for chunk_id, score in zip(
-                g.chunks.ids_at(positions[order].tolist()), chunk_scores[order].tolist(), strict=True
+            Candidate(
+                named[i] if i < len(positions) else pending_ids[i - len(positions)],
+                score,
+                score / top if top > 0 else 0.0,
             )
+            for i, score in zip(order.tolist(), scores[order].tolist(), strict=True)
         ]
-        return hits, len(positions)
+        return hits, len(positions) + len(pending_ids)
 
     def _entities(
         self, nodes: np.ndarray, mass: np.ndarray, filters: ChunkFilters, mask: np.ndarray | None

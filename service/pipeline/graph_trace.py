@@ -26,6 +26,9 @@ class GraphTrace:
     # What the paths of this search have named so far (entity heads, chunk ids) by node: a page's paths
     # share their seeds and first hops, so each node is read once a search.
     named: dict[int, Any] = field(default_factory=dict)
+    # Passages the graph does not hold yet (`stores.graph_delta`) that the walk reached: the entity node that
+    # brought each the most.
+    delta_via: dict[str, int] = field(default_factory=dict)
 
     def _chain(self, graph: GraphIndex, target: int) -> list[int]:
         """A shortest chain of edges from a seed to `target` through nodes the walk reached, seeds first.
@@ -92,9 +95,9 @@ class GraphTrace:
             target = graph.entity_index[item_id]
         else:
             node = graph.chunk_node(item_id)
-            if node is None:
+            if node is None and item_id not in self.delta_via:
                 return []
-            target = node
+            target = self.delta_via[item_id] if node is None else node
         chain = self._chain(graph, target)
         named = self.named
         entities = [n for n in dict.fromkeys(chain) if n < ne and n not in named]
@@ -126,4 +129,7 @@ class GraphTrace:
                     step["edge"] = "synonym"
             steps.append(step)
             previous = node
+        if steps and steps[-1]["id"] != item_id and item_id in self.delta_via:
+            # A passage written since the graph: one step from the entity that brought it the most.
+            steps.append({"id": item_id, "type": "chunk", "via": steps[-1]["id"], "edge": "mentions"})
         return steps

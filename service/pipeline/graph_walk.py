@@ -20,10 +20,12 @@ touched stay resident, and every walk leaves them zeroed.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 
 import numpy as np
 
 from hybridrag.indexing.stores.csr import row_lengths, row_positions
+from hybridrag.indexing.stores.graph_delta import GraphDelta
 from hybridrag.indexing.stores.graph_index import GraphIndex
 
 # Measured against the walk this replaced on the dev sets: benchmarks/README.md, "Constants".
@@ -101,3 +103,28 @@ def walk(
     restart_vector = np.zeros(len(nodes))
     restart_vector[np.searchsorted(nodes, seeds)] = p
     return nodes, mass, restart_vector
+
+
+def one_step(
+    delta: GraphDelta, nodes: np.ndarray, mass: np.ndarray, restart: Mapping[int, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mass one more push of the walk (`walk`'s nodes and mass) brings each passage written since the
+    graph was built (`stores.graph_delta`): DAMPING of each linked entity's mass times the passage's share
+    of the entity's out-weight, along an edge within the entity's fanout (a seed's larger one) — what the
+    passage would hold in the merged graph's walk, less what it would pass on and bring back. Also the
+    entity node that brought each passage the most (-1: none)."""
+    owner = delta.owner()
+    if not len(nodes) or not len(delta.entity):
+        return np.zeros(len(delta)), np.full(len(delta), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(nodes, delta.entity), len(nodes) - 1)
+    entity_mass = np.where(nodes[at] == delta.entity, mass[at], 0.0)
+    seeds = np.fromiter(restart, dtype=np.int64, count=len(restart))
+    within = np.where(np.isin(delta.entity, seeds), delta.within_seed, delta.within)
+    flow = DAMPING * entity_mass * delta.share * within
+    scores = np.bincount(owner, weights=flow, minlength=len(delta))
+    via = np.full(len(delta), -1, dtype=np.int64)
+    best = np.lexsort((-flow, owner))  # each passage's links, the heaviest flow first
+    first = best[np.r_[True, owner[best][1:] != owner[best][:-1]]]
+    first = first[flow[first] > 0]
+    via[owner[first]] = delta.entity[first]
+    return scores, via

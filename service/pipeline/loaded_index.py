@@ -17,6 +17,7 @@ from hybridrag.indexing.models.embedders import NO_EMBEDDING_MODEL, Embedder
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.filters import ChunkColumns, parse_date
 from hybridrag.indexing.stores.graph import GraphData
+from hybridrag.indexing.stores.graph_delta import GraphDelta
 from hybridrag.indexing.stores.graph_index import GraphIndex
 from hybridrag.indexing.stores.keyword import KeywordIndex
 from hybridrag.indexing.stores.mapped import ChunkTable, DocumentTable
@@ -24,6 +25,7 @@ from hybridrag.indexing.stores.memory_maps import RELEASE_EVERY, Mappings
 from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS
 from hybridrag.indexing.stores.vectors import PROJECTED_MIN_ROWS, VectorIndex
 from hybridrag.pipeline.graph_retriever import GraphRetriever
+from hybridrag.pipeline.graph_walk import FANOUT, SEED_FANOUT
 from hybridrag.pipeline.retrievers import KeywordRetriever, Retriever, SemanticRetriever
 
 
@@ -59,10 +61,13 @@ class LoadedIndex:
         built_for = (self.version.manifest.get("graph") or {}).get("builtFor", self.version.version)
         live = graph.live
         held = len(graph.chunks) if live is None else int(live.sum())
+        delta = self.graph_retriever.delta if self.graph_retriever is not None else None
         return {
             "builtFor": built_for,
             "chunksAhead": len(self.chunks) - held,
             "chunksGone": 0 if live is None else int((~live).sum()),
+            # Of those ahead, the ones linked to its entities (the walk reaches them one step out).
+            "chunksLinked": 0 if delta is None else delta.linked_count,
         }
 
     @property
@@ -134,11 +139,17 @@ def load_index(
             raise versions.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
         seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}
         columns = _chunk_columns(chunks, documents)
+        delta = None
         if graph.table_rows is not None:
             # A graph left behind by writes: its chunk nodes in its own order (a deleted chunk's row is
-            # never read: `graph.live` rules it out of every result).
+            # never read: `graph.live` rules it out of every result), and the passages written since linked
+            # to its entities.
+            try:
+                delta = GraphDelta.load(graph_dir, graph, chunks, columns, FANOUT, SEED_FANOUT)
+            except (OSError, ValueError, KeyError) as exc:
+                raise versions.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
             columns = columns.take(np.maximum(graph.table_rows, 0))
-        graph_retriever = GraphRetriever(graph, columns, analyzer, seeders)
+        graph_retriever = GraphRetriever(graph, columns, analyzer, seeders, delta)
         retrievers["graph"] = graph_retriever
     else:
         unavailable["graph"] = "the index was built without a knowledge graph"

@@ -32,7 +32,7 @@ from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex
-from hybridrag.indexing.builds.merge import GraphMerge, graph_behind, merge_lock
+from hybridrag.indexing.builds.merge import graph_behind, merge_graph
 from hybridrag.indexing.builds.stages import no_progress
 from hybridrag.indexing.documents.sources import (
     SUPPORTED_SUFFIXES,
@@ -360,27 +360,30 @@ class DocumentWriter:
                 self._merge_wanted = True
                 self._stop.wait(30.0)
 
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[Path]:
+        """The workspace (the index folder, mirrored from the bucket when following one), held by this
+        writer alone."""
+        with self._workspace_lock, self._workspace() as folder:
+            yield folder
+
     def merge_once(self) -> str | None:
         """Merge the graph when writes left it behind; returns the version published (None: nothing to do).
         The build runs in a child process, outside the workspace lock, so writes go on meanwhile."""
-        with self._workspace_lock, self._workspace() as folder:
+        with self._held() as folder:
             if not graph_behind(versions.current_version(folder)):
                 return None
-        with merge_lock(folder) as mine:
-            if not mine:
-                return None
-            with self._workspace_lock, self._workspace() as folder:
-                merge = GraphMerge.take(folder, _no_embedder, no_progress, LOCK_WAIT_S)
-            if merge is None:
-                return None
-            try:
-                merge.build_in_subprocess(cancel=self._stop)
-                with self._workspace_lock, self._workspace() as folder:
-                    summary = merge.attach()
-            finally:
-                merge.discard()
-        if summary is None:
+        done = merge_graph(
+            folder,
+            _no_embedder,
+            no_progress,
+            LOCK_WAIT_S,
+            build=lambda merge: merge.build_in_subprocess(cancel=self._stop),
+            held=self._held,
+        )
+        if done is None:
             return None
+        merge, summary = done
         log.info("graph merged into %s (built for %s)", summary.version, merge.version)
         if self._published is not None:
             with contextlib.suppress(Exception):

@@ -24,6 +24,7 @@ from hybridrag.indexing.builds.merge import GraphMerge, graph_behind
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.graph import GraphData
+from hybridrag.indexing.stores.graph_delta import DELTA, read_delta
 from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
 MINILM = BuildConfig(embedding_model="minilm")
@@ -93,7 +94,16 @@ def test_a_deferred_write_keeps_the_graph_and_a_merge_builds_what_an_eager_write
     after = versions.current_version(deferred_dir)
     assert after.version == written.version and graph_behind(after)
     assert after.manifest["graph"]["builtFor"] == base.version
-    assert _graph_files(after.path) == _graph_files(base.path)
+    # ... but for the links of the passages it adds to the graph's entities (`stores.graph_delta`).
+    delta = after.path / "graph" / DELTA
+    assert {k: v for k, v in _graph_files(after.path).items() if k != DELTA} == _graph_files(base.path)
+    links = read_delta(after.path / "graph").to_pylist()
+    assert {r["chunk_id"] for r in links} == {
+        c for c, d in _doc_of(after.path).items() if d in ("nintendo", "honda")
+    }
+    honda_ids = {eid for r in links if r["entity_id"] for eid in [r["entity_id"]]}
+    assert GraphData.load(base.path / "graph")[0].entities and honda_ids
+    assert delta.is_file()
     # Only the added chunks' mentions are written, as the write's own segment.
     assert sorted(p.name for p in after.path.glob("mentions*.arrow")) == [
         f"mentions.{after.version}.arrow",
@@ -114,6 +124,7 @@ def test_a_deferred_write_keeps_the_graph_and_a_merge_builds_what_an_eager_write
             "builtFor": base.version,
             "chunksAhead": 2,  # Nintendo's and Honda's new text: not in the graph yet
             "chunksGone": 2,  # Sony's and Honda's old text: in the graph, never returned
+            "chunksLinked": 2,  # ... but linked to its entities, or to names it will hold (Nintendo)
         }
         doc_of = _doc_of(after.path)
         gone = set(_doc_of(base.path)) - set(doc_of)
@@ -129,6 +140,19 @@ def test_a_deferred_write_keeps_the_graph_and_a_merge_builds_what_an_eager_write
                     assert hit["sources"]["chunkId"] is None or hit["sources"]["chunkId"] in doc_of
         graph_only = _search(client, "Masaru Ibuka", ["graph"])
         assert any(doc_of.get(h["sources"]["chunkId"]) == "ibuka" for h in graph_only)
+        # Names the graph does not hold yet lead to the new passages that mention them.
+        graph_only = _search(client, "Fusajiro Yamauchi", ["graph"])
+        assert [doc_of.get(h["sources"]["chunkId"]) for h in graph_only[:1]] == ["nintendo"]
+        # Honda's new text names the graph's Soichiro Honda and Hamamatsu: the walk reaches it one step out,
+        # and its path says through which entity.
+        new_honda = next(c for c, d in doc_of.items() if d == "honda")
+        graph_only = _search(client, "Soichiro Honda", ["graph"])
+        hit = next(h for h in graph_only if h["sources"]["chunkId"] == new_honda)
+        path = hit["metadata"]["graphPath"]
+        assert path[-1]["id"] == new_honda and path[-1]["edge"] == "mentions"
+        assert path[-2]["type"] == "entity"
+        # Its sources name the graph's entities it is linked to.
+        assert path[-2]["id"] in hit["sources"]["entityIds"]
 
     # The merge: the graph an eager write of the same batch makes, byte for byte.
     merged = builder.merge_graph()
@@ -164,6 +188,7 @@ def test_a_deferred_write_keeps_the_graph_and_a_merge_builds_what_an_eager_write
             "builtFor": now.version,
             "chunksAhead": 0,
             "chunksGone": 0,
+            "chunksLinked": 0,
         }
         graph_hits = _search(client, "Fusajiro Yamauchi", ["graph"])
         assert any(_doc_of(now.path).get(h["sources"]["chunkId"]) == "nintendo" for h in graph_hits)
