@@ -198,21 +198,26 @@ def delta_links(arrays: GraphArrays, chunks: Sequence[ChunkMentions], analyzer: 
     their mentions name as a build keeps them (`_graph_mentions`; a title mention marks the passage as
     about the entity) and to those whose names their text spells in any letter case (the titles, phrases
     and concepts a build's corpus-wide linking would find, `graph_index.entities_named`); a name the graph
-    does not hold is kept by its key (a node the merge will make). A passage without any keeps one row
-    without an entity."""
+    does not hold is kept by its key (a node the merge will make); a name the passage's whole title spells
+    is marked, as the build makes it an article. A passage without any keeps one row without an entity."""
     rows: list[dict[str, Any]] = []
     for chunk in chunks:
-        linked: dict[str, tuple[str | None, bool]] = {}
+        whole = article_key(chunk.title)
+        # Entity id -> (its key when the graph lacks it, about: a title mention, article: the whole title).
+        linked: dict[str, tuple[str | None, bool, bool]] = {}
         for m in _graph_mentions(chunk).mentions:
             eid = entity_id(m.key)
             key = None if arrays.entity_row(eid) is not None else m.key
-            linked[eid] = (key, linked.get(eid, (key, False))[1] or m.sentence_start < 0)
+            _k, about, article = linked.get(eid, (key, False, False))
+            title = m.sentence_start < 0
+            linked[eid] = (key, about or title, article or (title and m.key == whole))
         for row in entities_named(arrays, chunk.text, analyzer):
-            linked.setdefault(arrays.entity_id(row), (None, False))
+            linked.setdefault(arrays.entity_id(row), (None, False, False))
         if not linked:
-            rows.append({"chunk_id": chunk.chunk_id, "entity_id": None, "key": None, "about": False})
+            rows.append({"chunk_id": chunk.chunk_id})
         rows += [
-            {"chunk_id": chunk.chunk_id, "entity_id": e, "key": k, "about": a} for e, (k, a) in linked.items()
+            {"chunk_id": chunk.chunk_id, "entity_id": e, "key": k, "about": a, "article": t}
+            for e, (k, a, t) in linked.items()
         ]
     return pa.Table.from_pylist(rows, schema=DELTA_SCHEMA)
 

@@ -31,13 +31,15 @@ from hybridrag.indexing.stores.graph_weights import TITLE_WEIGHT, mention_weight
 
 DELTA = "delta.arrow"
 #: One row per link; a passage that links to nothing keeps one row without an entity.
-#: `key`: the normalised name of an entity the graph does not hold (the merge will make it), else null.
+#: `key`: the normalised name of an entity the graph does not hold (the merge will make it), else null;
+#: `about`: the passage's title names it; `article`: its whole title does (the build makes it an article).
 DELTA_SCHEMA = pa.schema(
     [
         ("chunk_id", pa.string()),
         ("entity_id", pa.string()),
         ("key", pa.string()),
         ("about", pa.bool_()),
+        ("article", pa.bool_()),
     ]
 )
 
@@ -98,7 +100,7 @@ class GraphDelta:
     passage's slice `indptr[i]:indptr[i + 1]`): the entity node, `share` (what the passage would get of the
     entity's out-weight once merged), `outward` (the passage -> entity weight), and whether the edge would
     be among the entity's heaviest `fanout` / `seed_fanout` edges (`within`, `within_seed`). `names`: the
-    names they mention that the graph does not hold yet.
+    names they mention that the graph does not hold yet; `became`: entities that will have an article.
     """
 
     ids: list[str]
@@ -112,6 +114,10 @@ class GraphDelta:
     within_seed: np.ndarray
     index: dict[str, int]
     names: NewNames
+    # Entities a new passage's whole title names that have no article in the graph yet, and their
+    # out-weights: the merged graph's passages that mention them lead to them as to an article's.
+    became: np.ndarray
+    became_out: np.ndarray
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -175,23 +181,42 @@ class GraphDelta:
         graph_links: list[tuple[int, int, bool]] = []
         name_links: list[tuple[int, int, bool]] = []
         names: dict[str, int] = {}
-        for cid, eid, key, ab in zip(
-            chunk_ids,
-            links.column("entity_id").to_pylist(),
-            links.column("key").to_pylist(),
-            links.column("about").to_pylist(),
-            strict=True,
+        articles: set[int] = set()
+        named_articles: set[int] = set()
+        column = links.column("article").to_pylist() if "article" in links.column_names else None
+        for n, (cid, eid, key, ab) in enumerate(
+            zip(
+                chunk_ids,
+                links.column("entity_id").to_pylist(),
+                links.column("key").to_pylist(),
+                links.column("about").to_pylist(),
+                strict=True,
+            )
         ):
             at = position.get(cid)
             if at is None or eid is None:
                 continue
+            article = bool(column[n]) if column is not None else False
             row = arrays.entity_row(eid)
             if row is not None:
                 graph_links.append((at, row, bool(ab)))
+                if article:
+                    articles.add(row)
             elif key is not None:
-                name_links.append((at, names.setdefault(key, len(names)), bool(ab)))
+                name = names.setdefault(key, len(names))
+                name_links.append((at, name, bool(ab)))
+                if article:
+                    named_articles.add(name)
         owner, entity, about = _unique_links(graph_links)
-        share, outward, within, within_seed = _link_weights(graph, entity, about, (fanout, seed_fanout))
+        # Entities a new passage's whole title names that have no article yet: the merge makes them one.
+        became = np.array(sorted(articles), dtype=np.int64)
+        if len(became):
+            had = arrays.entities.column("article").take(pa.array(became)).to_numpy(zero_copy_only=False)
+            became = became[~np.asarray(had, dtype=bool)]
+        share, outward, within, within_seed, out_weight = _link_weights(
+            graph, entity, about, became, (fanout, seed_fanout)
+        )
+        at_became = np.searchsorted(np.unique(entity), became) if len(entity) else np.zeros(0, np.int64)
         rows = np.array([table_row[c] for c in pending], dtype=np.int64)
         return cls(
             pending,
@@ -204,7 +229,9 @@ class GraphDelta:
             within,
             within_seed,
             position,
-            _new_names(names, name_links),
+            _new_names(names, name_links, named_articles),
+            became,
+            out_weight[at_became] if len(entity) else np.zeros(0),
         )
 
 
@@ -225,11 +252,12 @@ def _indptr(owner: np.ndarray, count: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=count))]).astype(np.int64)
 
 
-def _new_names(names: dict[str, int], links: list[tuple[int, int, bool]]) -> NewNames:
+def _new_names(names: dict[str, int], links: list[tuple[int, int, bool]], articles: set[int]) -> NewNames:
     """The new names' passages by name, weighed by `graph_weights.mention_weights` as a build would weigh
-    them among these passages (no relation yet; a name some passage's title names has an article)."""
+    them among these passages (no relation yet; `articles`: names a passage's whole title spells)."""
     name, passage, about = _unique_links([(n, a, b) for a, n, b in links])  # by name, then passage
-    article = np.bincount(name[about], minlength=len(names)) > 0
+    article = np.zeros(len(names), dtype=bool)
+    article[list(articles)] = True
     weight, outward = mention_weights(
         about, article[name], np.zeros(len(about), bool), np.ones(len(about)), 1
     )
@@ -238,10 +266,11 @@ def _new_names(names: dict[str, int], links: list[tuple[int, int, bool]]) -> New
 
 
 def _link_weights(
-    graph: GraphIndex, entity: np.ndarray, about: np.ndarray, fanouts: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    graph: GraphIndex, entity: np.ndarray, about: np.ndarray, became: np.ndarray, fanouts: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per link: the passage's share of the entity's out-weight once merged, the passage -> entity weight,
-    and whether the entity -> passage edge would be among the heaviest of each fanout."""
+    and whether the entity -> passage edge would be among the heaviest of each fanout; and each linked
+    entity's out-weight (by `np.unique` of `entity`). `became`: entities that will have an article."""
     arrays = graph.arrays
     ne, chunks = arrays.entity_count, len(graph.chunks)
     unique, back = np.unique(entity, return_inverse=True)
@@ -250,6 +279,7 @@ def _link_weights(
         pc.fill_null(pc.list_value_length(heads.column("title_chunk_ids")), 0), dtype=np.float64
     )
     article = np.asarray(heads.column("article").to_numpy(zero_copy_only=False), dtype=bool)
+    article |= np.isin(unique, became)
     concept = np.asarray(heads.column("concept").to_numpy(zero_copy_only=False), dtype=bool)
     df = np.asarray(arrays.entity_chunks, dtype=np.float64)[unique]
     # An entity's out-weight: its edges to passages weigh 1 (or 1 + TITLE_WEIGHT to a passage its title
@@ -275,4 +305,4 @@ def _link_weights(
         cut = np.zeros(len(unique))
         cut[full] = np.asarray(p.data[starts[full] + fanout - 1], dtype=np.float64) * out_weight[full]
         within.append(~full[back] | (to_chunk > cut[back]))
-    return share, outward, within[0], within[1]
+    return share, outward, within[0], within[1], out_weight

@@ -250,7 +250,7 @@ class GraphRetriever:
         delta = self.delta
         if delta is None:
             return [], np.zeros(0)
-        scores, via = one_step(delta, nodes, mass, restart)
+        scores, via = one_step(self.graph, delta, nodes, mass, restart)
         for at, seed_mass in seeds.waiting.items():
             scores[at] += RESTART_KEPT * (1 - DAMPING) * seed_mass
         for name, name_mass in seeds.named.items():

@@ -27,6 +27,7 @@ import numpy as np
 from hybridrag.indexing.stores.csr import row_lengths, row_positions
 from hybridrag.indexing.stores.graph_delta import GraphDelta
 from hybridrag.indexing.stores.graph_index import GraphIndex
+from hybridrag.indexing.stores.graph_weights import ARTICLE_WEIGHT, TITLE_WEIGHT
 
 # Measured against the walk this replaced on the dev sets: benchmarks/README.md, "Constants".
 DAMPING = 0.7
@@ -106,18 +107,27 @@ def walk(
 
 
 def one_step(
-    delta: GraphDelta, nodes: np.ndarray, mass: np.ndarray, restart: Mapping[int, float]
+    graph: GraphIndex,
+    delta: GraphDelta,
+    nodes: np.ndarray,
+    mass: np.ndarray,
+    restart: Mapping[int, float],
 ) -> tuple[np.ndarray, np.ndarray]:
     """The mass one more push of the walk (`walk`'s nodes and mass) brings each passage written since the
     graph was built (`stores.graph_delta`): DAMPING of each linked entity's mass times the passage's share
     of the entity's out-weight, along an edge within the entity's fanout (a seed's larger one) — what the
-    passage would hold in the merged graph's walk, less what it would pass on and bring back. Also the
-    entity node that brought each passage the most (-1: none)."""
+    passage would hold in the merged graph's walk, less what it would pass on and bring back. An entity a
+    new passage makes an article holds the mass the walk's passages would have sent it as to an article
+    (`article_inflow`). Also the entity node that brought each passage the most (-1: none)."""
     owner = delta.owner()
     if not len(nodes) or not len(delta.entity):
         return np.zeros(len(delta)), np.full(len(delta), -1, dtype=np.int64)
     at = np.minimum(np.searchsorted(nodes, delta.entity), len(nodes) - 1)
     entity_mass = np.where(nodes[at] == delta.entity, mass[at], 0.0)
+    if len(delta.became):
+        extra = article_inflow(graph, delta.became, delta.became_out, nodes, mass)
+        pos = np.minimum(np.searchsorted(delta.became, delta.entity), len(delta.became) - 1)
+        entity_mass += np.where(delta.became[pos] == delta.entity, extra[pos], 0.0)
     seeds = np.fromiter(restart, dtype=np.int64, count=len(restart))
     within = np.where(np.isin(delta.entity, seeds), delta.within_seed, delta.within)
     flow = DAMPING * entity_mass * delta.share * within
@@ -128,3 +138,37 @@ def one_step(
     first = first[flow[first] > 0]
     via[owner[first]] = delta.entity[first]
     return scores, via
+
+
+def article_inflow(
+    graph: GraphIndex, entities: np.ndarray, out_weight: np.ndarray, nodes: np.ndarray, mass: np.ndarray
+) -> np.ndarray:
+    """The mass each of `entities` (sorted; their out-weights given) would gain from the walk's passages
+    if it had an article: a passage that mentions a name without being about it sends it 1 of its
+    out-weight, an article's 1 + ARTICLE_WEIGHT (`graph_weights.mention_weights`). One step: what the
+    walk's passages held (`nodes`, `mass`) sent along the heavier edge, less what they sent."""
+    p, ne = graph.transition, len(graph.entities)
+    out = np.zeros(len(entities))
+    heavy = 1.0 + ARTICLE_WEIGHT
+    for i, (entity, weight) in enumerate(zip(entities.tolist(), out_weight.tolist(), strict=True)):
+        lo, hi = p.indptr[entity], p.indptr[entity + 1]
+        columns = np.asarray(p.indices[lo:hi], dtype=np.int64)
+        # Its passages; those about it (title) are left out: they lead to it as before.
+        plain = (columns >= ne) & (np.asarray(p.data[lo:hi]) * weight < 1.0 + TITLE_WEIGHT / 2)
+        passages = columns[plain]
+        at = np.minimum(np.searchsorted(nodes, passages), len(nodes) - 1)
+        reached = nodes[at] == passages
+        passages, held = passages[reached], mass[at[reached]]
+        if not len(passages):
+            continue
+        # Each passage's transition to the entity is 1 / its out-weight (a plain name weighs 1).
+        positions = row_positions(p.indptr, passages)
+        owner = np.repeat(np.arange(len(passages)), row_lengths(p.indptr, passages))
+        to_it = np.asarray(p.indices[positions]) == entity
+        step = np.zeros(len(passages))
+        step[owner[to_it]] = np.asarray(p.data[positions[to_it]], dtype=np.float64)
+        known = step > 0
+        out_c = 1.0 / step[known]
+        gain = heavy / (out_c + heavy - 1.0) - step[known]
+        out[i] = DAMPING * float((held[known] * gain).sum())
+    return out

@@ -138,3 +138,46 @@ def test_new_names_filters_deletions_and_merges_hold_for_linked_passages(tmp_pat
     index = _loaded(index_dir)
     assert index.graph_retriever is not None and index.graph_retriever.delta is None
     assert _graph_hits(index, "Fusajiro Yamauchi")[:1] == [_chunk_of(index, "nintendo")]
+
+
+def test_a_title_that_makes_an_entity_an_article_sends_it_what_the_merged_graph_does(tmp_path: Path) -> None:
+    """A new passage whose whole title is a name of the graph makes that name an article once merged: every
+    passage that mentions it then leads to it 1 + ARTICLE_WEIGHT, not 1. Before the merge the walk's
+    passages send it the difference (`graph_walk.article_inflow`), as the merged transition says."""
+    from hybridrag.pipeline.graph_walk import DAMPING, article_inflow
+
+    index_dir = tmp_path / "index"
+    builder = IndexBuilder(index_dir, NO_MODEL)
+    builder.build(jsonl_corpus(tmp_path / "src", BASE))
+    about = Document(
+        doc_id="kiichiro", file_id="api", title="Kiichiro Toyoda", text="He was born in Kariya in 1894."
+    )
+    builder.apply([about], [], defer_graph=True)
+    before = _loaded(index_dir)
+    retriever = before.graph_retriever
+    assert retriever is not None and retriever.delta is not None
+    delta, graph = retriever.delta, retriever.graph
+    toyoda = graph.arrays.entities.column("name").to_pylist().index("Kiichiro Toyoda")
+    assert delta.became.tolist() == [toyoda]
+    school = graph.chunk_node(_chunk_of(before, "school"))
+    assert school is not None
+    p = graph.transition
+    row = slice(p.indptr[school], p.indptr[school + 1])
+    step = dict(zip(p.indices[row].tolist(), p.data[row].tolist(), strict=True))[toyoda]
+    nodes, mass = np.array([school]), np.array([1.0])
+    gained = article_inflow(graph, delta.became, delta.became_out, nodes, mass)
+
+    assert builder.merge_graph() is not None
+    after = _loaded(index_dir)
+    assert after.graph is not None
+    merged = after.graph
+    node = merged.chunk_node(_chunk_of(before, "school"))
+    merged_toyoda = merged.arrays.entity_row(graph.arrays.entity_id(toyoda))
+    assert node is not None and merged_toyoda is not None and merged.arrays.entity(merged_toyoda).article
+    q = merged.transition
+    row = slice(q.indptr[node], q.indptr[node + 1])
+    merged_step = dict(zip(q.indices[row].tolist(), q.data[row].tolist(), strict=True))[merged_toyoda]
+    assert merged_step > 2 * step
+    # To a percent: the passage's concept edges weigh a little more in the merged graph (their idf counts
+    # one more passage), which the step before the merge cannot know.
+    assert np.isclose(gained[0], DAMPING * (merged_step - step), rtol=0.02)
