@@ -32,6 +32,7 @@ hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll --
 python -m hybridrag.benchmarks.fitting.fit_entity_typer --train ../shared/data/ner/en-wikiann-train.conll   # the lexicon, then the typer's weights
 python -m hybridrag.benchmarks.fitting.fit_japanese_tagger --train ../shared/data/ner/ja-stockmark-dev.jsonl  # the Japanese CRF, on the first 2,000 sentences
 hybridrag bench documents --dataset ../shared/data/scifact --split train                       # writes through the API
+hybridrag bench deferred --dataset ../shared/data/hotpotqa100 --split dev [--share 0.05 --batch 10]   # quality before a merge
 hybridrag bench quality --dataset ../shared/data/scifact --split train --strategies semantic,hybrid --no-baseline --build-encoders onnx --out benchmarks/results/build-encoder/quality-scifact-e5-multilingual.json  # an index built by the int8 export beside the torch-built one
 hybridrag bench build ../shared/data/scifact/corpus.jsonl --embedding-model none
 hybridrag bench latency --dataset ../shared/data/scifact --split train   # + a synthetic 100k-chunk corpus

@@ -135,6 +135,23 @@ def test_build_benchmark(tmp_path: Path) -> None:
     assert report["bytesOnDisk"] > 0
 
 
+def test_deferred_benchmark_holds_back_documents_and_searches_three_states(tmp_path: Path) -> None:
+    from hybridrag.benchmarks.deferred import SYSTEMS, run_deferred
+    from hybridrag.benchmarks.deferred import to_markdown as deferred_markdown
+
+    dataset = _tiny_beir(tmp_path / "tiny")
+    report = run_deferred(dataset, "test", "minilm", share=0.5, batch=1)
+    # Half of the three judged documents and of the one other, rounded: two held back, written one a batch.
+    assert report["config"]["heldBackDocuments"] == 2
+    states = ("before the merge, linked", "before the merge, not linked", "after the merge")
+    assert set(report["results"]) == {f"{name} ({state})" for name in SYSTEMS for state in states}
+    assert {"build", "writes", "merge"} <= set(report["seconds"])
+    # Every document is searchable by keyword before the merge: keyword+semantic finds all three.
+    for state in states:
+        assert report["results"][f"keyword+semantic ({state})"]["metrics"]["recall@5"] == pytest.approx(1.0)
+    assert deferred_markdown(report).count("| hybrid |") == 3
+
+
 @pytest.mark.slow
 def test_latency_and_load_runs_against_the_real_service(sample_index: Path, tmp_path: Path) -> None:
     import shutil
