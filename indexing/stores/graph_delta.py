@@ -25,6 +25,7 @@ import pyarrow.feather as feather
 
 from hybridrag.indexing.stores.csr import row_lengths, row_positions
 from hybridrag.indexing.stores.filters import ChunkColumns
+from hybridrag.indexing.stores.graph_arrays import GraphArrays
 from hybridrag.indexing.stores.graph_index import GraphIndex
 from hybridrag.indexing.stores.graph_order import ChunkOrder
 from hybridrag.indexing.stores.graph_weights import TITLE_WEIGHT, mention_weights
@@ -178,35 +179,32 @@ class GraphDelta:
             return None
         position = {c: i for i, c in enumerate(pending)}
         arrays = graph.arrays
-        graph_links: list[tuple[int, int, bool]] = []
-        name_links: list[tuple[int, int, bool]] = []
+        at = np.array([position.get(c, -1) for c in chunk_ids], dtype=np.int64)
+        entity_ids = links.column("entity_id").to_pylist()
+        keys = links.column("key").to_pylist()
+        abouts = np.asarray(links.column("about").fill_null(False).to_numpy(zero_copy_only=False), bool)
+        flagged = (
+            np.asarray(links.column("article").fill_null(False).to_numpy(zero_copy_only=False), bool)
+            if "article" in links.column_names
+            else np.zeros(links.num_rows, dtype=bool)
+        )
+        rows = _entity_rows(arrays, entity_ids)
+        listed = (at >= 0) & np.array([e is not None for e in entity_ids], dtype=bool)
+        in_graph = listed & (rows >= 0)
+        graph_links = list(
+            zip(at[in_graph].tolist(), rows[in_graph].tolist(), abouts[in_graph].tolist(), strict=True)
+        )
+        articles = set(rows[in_graph & flagged].tolist())
         names: dict[str, int] = {}
-        articles: set[int] = set()
+        name_links: list[tuple[int, int, bool]] = []
         named_articles: set[int] = set()
-        column = links.column("article").to_pylist() if "article" in links.column_names else None
-        for n, (cid, eid, key, ab) in enumerate(
-            zip(
-                chunk_ids,
-                links.column("entity_id").to_pylist(),
-                links.column("key").to_pylist(),
-                links.column("about").to_pylist(),
-                strict=True,
-            )
-        ):
-            at = position.get(cid)
-            if at is None or eid is None:
+        for n in np.flatnonzero(listed & (rows < 0)).tolist():
+            if keys[n] is None:
                 continue
-            article = bool(column[n]) if column is not None else False
-            row = arrays.entity_row(eid)
-            if row is not None:
-                graph_links.append((at, row, bool(ab)))
-                if article:
-                    articles.add(row)
-            elif key is not None:
-                name = names.setdefault(key, len(names))
-                name_links.append((at, name, bool(ab)))
-                if article:
-                    named_articles.add(name)
+            name = names.setdefault(keys[n], len(names))
+            name_links.append((int(at[n]), name, bool(abouts[n])))
+            if flagged[n]:
+                named_articles.add(name)
         owner, entity, about = _unique_links(graph_links)
         # Entities a new passage's whole title names that have no article yet: the merge makes them one.
         became = np.array(sorted(articles), dtype=np.int64)
@@ -233,6 +231,23 @@ class GraphDelta:
             became,
             out_weight[at_became] if len(entity) else np.zeros(0),
         )
+
+
+def _entity_rows(arrays: GraphArrays, entity_ids: Sequence[str | None]) -> np.ndarray:
+    """Each id's entity row in the graph, -1 for none: one search for all, each hit checked against the
+    row's own id (a hash collision looked up alone)."""
+    unique = list(dict.fromkeys(e for e in entity_ids if e is not None))
+    if not unique:
+        return np.full(len(entity_ids), -1, dtype=np.int64)
+    found = arrays.entity_keys.first_rows(unique)
+    hit = found >= 0
+    held = arrays.entities.column("id").take(pa.array(found[hit])).to_pylist()
+    for i, (key, same) in enumerate(zip(np.asarray(unique)[hit].tolist(), held, strict=True)):
+        if key != same:
+            row = arrays.entity_row(key)
+            found[np.flatnonzero(hit)[i]] = -1 if row is None else row
+    by_id = dict(zip(unique, found.tolist(), strict=True))
+    return np.array([by_id.get(e, -1) if e is not None else -1 for e in entity_ids], dtype=np.int64)
 
 
 def _unique_links(links: list[tuple[int, int, bool]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
