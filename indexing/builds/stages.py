@@ -120,6 +120,7 @@ class VersionWrite:
     new_docs: list[Document] = field(default_factory=list)
     remove_ids: set[str] = field(default_factory=set)
     removed: list[Document] = field(default_factory=list)
+    removed_chunks: list[str] | None = None  # their passages' ids (`_removed_chunk_ids`)
     # Every document and chunk the new version keeps, as objects: only what needs them reads them
     # (`load_all`: a full graph build, a re-extraction, a table written anew); a deferred write does not.
     loaded: bool = False
@@ -309,10 +310,13 @@ class VersionWrite:
         return embedding
 
     def _removed_chunk_ids(self) -> list[str]:
-        """The base's passages of the documents this write removes (looked up, not scanned)."""
-        assert self.base is not None
-        table = ChunkTable(self.base.path / CHUNKS)
-        return [c.chunk_id for d in self.removed for c in table.of_doc(d.doc_id)]
+        """The base's passages of the documents this write removes (looked up, not scanned; once a write:
+        the vectors and the graph's links both drop them)."""
+        if self.removed_chunks is None:
+            assert self.base is not None
+            table = ChunkTable(self.base.path / CHUNKS)
+            self.removed_chunks = [c.chunk_id for d in self.removed for c in table.of_doc(d.doc_id)]
+        return self.removed_chunks
 
     def _embed_new_chunks(self, vw: VectorIndexWriter, embedder: Embedder) -> None:
         chunks, dates = self.new_chunks, self.dates

@@ -41,7 +41,7 @@ from hybridrag.indexing.stores.graph import Community, Entity, GraphData, as_rec
 from hybridrag.indexing.stores.graph_order import ChunkOrder
 from hybridrag.indexing.stores.graph_weights import heaviest_first, walk_matrices
 from hybridrag.indexing.stores.keys import KeyIndex
-from hybridrag.indexing.stores.mapped import IdList, take_pylist, write_id_list
+from hybridrag.indexing.stores.mapped import IdList, checked_rows, take_pylist, write_id_list
 from hybridrag.indexing.stores.memory_maps import Mappings
 
 FOLDER = "arrays"
@@ -311,6 +311,10 @@ class GraphArrays:
     # -- lookups
     def entity_row(self, entity_id: str) -> int | None:
         return self.entity_keys.find(entity_id, self.entities.column("id"))
+
+    def entity_rows(self, entity_ids: Sequence[str]) -> np.ndarray:
+        """`entity_row` of each id, looked up together (-1 for an id the graph does not hold)."""
+        return checked_rows(self.entity_keys, self.entities.column("id"), entity_ids)
 
     def entity(self, row: int) -> Entity:
         data = self.entities.slice(row, 1).to_pylist()[0]

@@ -119,6 +119,8 @@ class GraphDelta:
     # out-weights: the merged graph's passages that mention them lead to them as to an article's.
     became: np.ndarray
     became_out: np.ndarray
+    # Whether each passage has a link to the graph or to a new name.
+    has_link: np.ndarray
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -131,17 +133,11 @@ class GraphDelta:
         """Whether each id is a passage of the delta with a link to the graph or a new name (one without
         could be ranked only by what the merge adds)."""
         at = self.position(chunk_ids)
-        return (at >= 0) & self._has_link[np.maximum(at, 0)]
+        return (at >= 0) & self.has_link[np.maximum(at, 0)]
 
     @property
     def linked_count(self) -> int:
-        return int(self._has_link.sum())
-
-    @property
-    def _has_link(self) -> np.ndarray:
-        named = np.zeros(len(self.ids), dtype=bool)
-        named[self.names.passage] = True
-        return (np.diff(self.indptr) > 0) | named
+        return int(self.has_link.sum())
 
     def entity_ids_of(self, graph: GraphIndex, at: int, most: int = 20) -> list[str]:
         """The graph's entities a passage is linked to, most mentioned first (its `sources` until a merge)."""
@@ -182,23 +178,20 @@ class GraphDelta:
         at = np.array([position.get(c, -1) for c in chunk_ids], dtype=np.int64)
         entity_ids = links.column("entity_id").to_pylist()
         keys = links.column("key").to_pylist()
+        # A passage without a link has a row without an entity, `about` and `article` null.
         abouts = np.asarray(links.column("about").fill_null(False).to_numpy(zero_copy_only=False), bool)
-        flagged = (
-            np.asarray(links.column("article").fill_null(False).to_numpy(zero_copy_only=False), bool)
-            if "article" in links.column_names
-            else np.zeros(links.num_rows, dtype=bool)
-        )
-        rows = _entity_rows(arrays, entity_ids)
+        flagged = np.asarray(links.column("article").fill_null(False).to_numpy(zero_copy_only=False), bool)
+        entity_rows = _entity_rows(arrays, entity_ids)
         listed = (at >= 0) & np.array([e is not None for e in entity_ids], dtype=bool)
-        in_graph = listed & (rows >= 0)
+        in_graph = listed & (entity_rows >= 0)
         graph_links = list(
-            zip(at[in_graph].tolist(), rows[in_graph].tolist(), abouts[in_graph].tolist(), strict=True)
+            zip(at[in_graph].tolist(), entity_rows[in_graph].tolist(), abouts[in_graph].tolist(), strict=True)
         )
-        articles = set(rows[in_graph & flagged].tolist())
+        articles = set(entity_rows[in_graph & flagged].tolist())
         names: dict[str, int] = {}
         name_links: list[tuple[int, int, bool]] = []
         named_articles: set[int] = set()
-        for n in np.flatnonzero(listed & (rows < 0)).tolist():
+        for n in np.flatnonzero(listed & (entity_rows < 0)).tolist():
             if keys[n] is None:
                 continue
             name = names.setdefault(keys[n], len(names))
@@ -211,43 +204,37 @@ class GraphDelta:
         if len(became):
             had = arrays.entities.column("article").take(pa.array(became)).to_numpy(zero_copy_only=False)
             became = became[~np.asarray(had, dtype=bool)]
-        share, outward, within, within_seed, out_weight = _link_weights(
+        share, outward, within, within_seed, became_out = _link_weights(
             graph, entity, about, became, (fanout, seed_fanout)
         )
-        at_became = np.searchsorted(np.unique(entity), became) if len(entity) else np.zeros(0, np.int64)
         rows = np.array([table_row[c] for c in pending], dtype=np.int64)
+        indptr = _indptr(owner, len(pending))
+        new_names = _new_names(names, name_links, named_articles)
+        has_link = np.diff(indptr) > 0
+        has_link[new_names.passage] = True
         return cls(
             pending,
             rows,
             table_columns.take(rows),
-            _indptr(owner, len(pending)),
+            indptr,
             entity,
             share,
             outward,
             within,
             within_seed,
             position,
-            _new_names(names, name_links, named_articles),
+            new_names,
             became,
-            out_weight[at_became] if len(entity) else np.zeros(0),
+            became_out,
+            has_link,
         )
 
 
 def _entity_rows(arrays: GraphArrays, entity_ids: Sequence[str | None]) -> np.ndarray:
-    """Each id's entity row in the graph, -1 for none: one search for all, each hit checked against the
-    row's own id (a hash collision looked up alone)."""
+    """Each id's entity row in the graph, -1 for none (or no id)."""
     unique = list(dict.fromkeys(e for e in entity_ids if e is not None))
-    if not unique:
-        return np.full(len(entity_ids), -1, dtype=np.int64)
-    found = arrays.entity_keys.first_rows(unique)
-    hit = found >= 0
-    held = arrays.entities.column("id").take(pa.array(found[hit])).to_pylist()
-    for i, (key, same) in enumerate(zip(np.asarray(unique)[hit].tolist(), held, strict=True)):
-        if key != same:
-            row = arrays.entity_row(key)
-            found[np.flatnonzero(hit)[i]] = -1 if row is None else row
-    by_id = dict(zip(unique, found.tolist(), strict=True))
-    return np.array([by_id.get(e, -1) if e is not None else -1 for e in entity_ids], dtype=np.int64)
+    by_id = dict(zip(unique, arrays.entity_rows(unique).tolist(), strict=True))
+    return np.array([-1 if e is None else by_id[e] for e in entity_ids], dtype=np.int64)
 
 
 def _unique_links(links: list[tuple[int, int, bool]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -284,8 +271,8 @@ def _link_weights(
     graph: GraphIndex, entity: np.ndarray, about: np.ndarray, became: np.ndarray, fanouts: tuple[int, int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per link: the passage's share of the entity's out-weight once merged, the passage -> entity weight,
-    and whether the entity -> passage edge would be among the heaviest of each fanout; and each linked
-    entity's out-weight (by `np.unique` of `entity`). `became`: entities that will have an article."""
+    and whether the entity -> passage edge would be among the heaviest of each fanout; and the out-weights
+    of `became` (linked entities that will have an article)."""
     arrays = graph.arrays
     ne, chunks = arrays.entity_count, len(graph.chunks)
     unique, back = np.unique(entity, return_inverse=True)
@@ -320,4 +307,4 @@ def _link_weights(
         cut = np.zeros(len(unique))
         cut[full] = np.asarray(p.data[starts[full] + fanout - 1], dtype=np.float64) * out_weight[full]
         within.append(~full[back] | (to_chunk > cut[back]))
-    return share, outward, within[0], within[1], out_weight
+    return share, outward, within[0], within[1], out_weight[np.searchsorted(unique, became)]

@@ -92,6 +92,25 @@ def take(data: Data, rows: np.ndarray | Sequence[int]) -> Data:
     return joined.take(pa.array(inverse, pa.int64()))
 
 
+def checked_rows(lookup: KeyIndex, ids: pa.ChunkedArray, keys: Sequence[str]) -> np.ndarray:
+    """The row of each key in `ids` (the column `lookup` indexes), -1 for an unknown one: hashed and searched
+    together, then checked against the ids themselves in one comparison (a key whose first candidate is not
+    its row is looked up alone)."""
+    rows = lookup.first_rows(keys)
+    if not len(rows):
+        return rows
+    found = rows >= 0
+    if found.any():
+        held = take_pylist(ids, rows[found])
+        asked = [k for k, f in zip(keys, found, strict=True) if f]
+        same = np.fromiter((h == k for h, k in zip(held, asked, strict=True)), dtype=bool, count=len(asked))
+        wrong = np.flatnonzero(found)[~same]
+        for i in wrong:
+            row = lookup.find(keys[int(i)], ids)
+            rows[i] = -1 if row is None else row
+    return rows
+
+
 def take_pylist(data: pa.Table | pa.ChunkedArray, rows: np.ndarray | Sequence[int]) -> list[Any]:
     """`take(data, rows).to_pylist()` without joining: each batch's rows converted on their own and put back
     in the order asked for in Python (a page's rows span the batches; the join was a second `take`)."""
@@ -224,23 +243,8 @@ class _MappedTable:
         return Prefetched(self, out, at)  # type: ignore[arg-type]
 
     def rows(self, keys: Sequence[str]) -> np.ndarray:
-        """The row of each key, -1 for an unknown one: hashed and searched together, then checked against
-        the ids themselves in one comparison (a key whose first candidate is not its row is looked up alone)."""
-        rows = self._keys.first_rows(keys)
-        if not len(rows):
-            return rows
-        found = rows >= 0
-        if found.any():
-            held = take_pylist(self._ids, rows[found])
-            asked = [k for k, f in zip(keys, found, strict=True) if f]
-            same = np.fromiter(
-                (h == k for h, k in zip(held, asked, strict=True)), dtype=bool, count=len(asked)
-            )
-            wrong = np.flatnonzero(found)[~same]
-            for i in wrong:
-                row = self.row(keys[int(i)])
-                rows[i] = -1 if row is None else row
-        return rows
+        """The row of each key, -1 for an unknown one (`checked_rows`)."""
+        return checked_rows(self._keys, self._ids, keys)
 
 
 class IdList(_MappedTable):

@@ -357,7 +357,7 @@ def _ahead_of_graph(index: LoadedIndex, rankings: dict[str, list[str]]) -> dict[
         return None
     ids = list(dict.fromkeys(i for name, ranked in rankings.items() if name != "graph" for i in ranked))
     ahead = (graph.chunks.rows(ids) < 0) & (index.chunks.rows(ids) >= 0)  # passages, not entities or reports
-    delta = index.graph_retriever.delta if index.graph_retriever is not None else None
+    delta = index.graph_delta
     if delta is not None:  # linked to the graph's entities: the walk could have ranked them
         ahead &= ~delta.linked(ids)
     return {"graph": {i for i, a in zip(ids, ahead.tolist(), strict=True) if a}}

@@ -48,6 +48,11 @@ class LoadedIndex:
     graph_retriever: GraphRetriever | None = None
 
     @property
+    def graph_delta(self) -> GraphDelta | None:
+        """The passages written since the graph was built, linked to it (None: none, or no graph)."""
+        return self.graph_retriever.delta if self.graph_retriever is not None else None
+
+    @property
     def version_name(self) -> str:
         return self.version.version
 
@@ -61,7 +66,7 @@ class LoadedIndex:
         built_for = (self.version.manifest.get("graph") or {}).get("builtFor", self.version.version)
         live = graph.live
         held = len(graph.chunks) if live is None else int(live.sum())
-        delta = self.graph_retriever.delta if self.graph_retriever is not None else None
+        delta = self.graph_delta
         return {
             "builtFor": built_for,
             "chunksAhead": len(self.chunks) - held,

@@ -61,7 +61,7 @@ class PageRows:
             rows = [graph_rows[c] for c in chunk_ids] if known else None
             many = graph.sources_of_many(chunk_ids, rows=rows)
             sources = dict(zip(chunk_ids, many, strict=True))
-            delta = index.graph_retriever.delta if index.graph_retriever is not None else None
+            delta = index.graph_delta
             if delta is not None:  # passages written since the graph: the entities they are linked to
                 for chunk_id, at in zip(chunk_ids, delta.position(chunk_ids).tolist(), strict=True):
                     if at >= 0:

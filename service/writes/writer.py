@@ -6,8 +6,9 @@ a crash. One writer thread takes queued tasks in order, up to `batch_max` docume
 (writes that come while a batch is applied make up the next one), and applies them with
 `IndexBuilder.apply` as one new version (the same incremental add/delete and atomic publish as the CLI; to
 the bucket too when the service follows one) without rebuilding the graph: the documents are searchable by
-keyword and meaning at once and join the graph at the next merge, which a second thread runs once writes
-pause (`builds.merge`; writes wait for its publish only). The version's manifest lists the tasks it holds:
+keyword and meaning at once, and by the graph through their links to it (`stores.graph_delta`), and join
+the graph at the next merge, which a second thread runs once writes pause (`builds.merge`; writes wait for
+its publish only). The version's manifest lists the tasks it holds:
 after a crash, a task left `running` is `succeeded` if a version holds it, else queued again. A search
 never sees half a batch: it reads one published version.
 
@@ -263,7 +264,7 @@ class DocumentWriter:
             self.store.save(task)
             self.store.dequeue(task.task_id)
         try:
-            with self._workspace_lock, self._workspace() as folder:
+            with self._held() as folder:
                 version = self._apply(folder, batch)
             self._last_write, self._merge_wanted = time.monotonic(), True
             # Published (and uploaded, for a bucket). The engine serves it before any task says succeeded,
