@@ -31,7 +31,7 @@ from hybridrag.indexing.stores import segments, versions
 from hybridrag.indexing.stores.filters import parse_date
 from hybridrag.indexing.stores.graph import GRAPH_FORMAT, ChunkMentions, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
-from hybridrag.indexing.stores.graph_arrays import GraphArrays
+from hybridrag.indexing.stores.graph_arrays import GraphArrays, load_graph
 from hybridrag.indexing.stores.graph_delta import DELTA, read_delta, write_delta
 from hybridrag.indexing.stores.graph_order import ListOrder
 from hybridrag.indexing.stores.keyword import KeywordIndexWriter, KeywordRow
@@ -370,7 +370,7 @@ class VersionWrite:
             with self.stages.timed("synonyms"):
                 entity_vectors = entity_name_vectors(self.base, graph.entities, embedder)
                 graph.synonyms = synonym_pairs(graph.entities, entity_vectors)
-        graph.save(self.staging / "graph", community_vectors, entity_vectors)
+        graph.save_vectors(self.staging / "graph", community_vectors, entity_vectors)
         with self.stages.timed("graph"):
             # What the service maps: the walk's matrices against the chunk table's row order.
             order = ListOrder([c.chunk_id for c in chunks])
@@ -524,7 +524,7 @@ def entity_name_vectors(
     if base is not None and GraphData.present(base.path / "graph"):
         old_vectors = GraphData.load_entity_vectors(base.path / "graph")
         if old_vectors is not None:
-            old, _ = GraphData.load(base.path / "graph")
+            old, _ = load_graph(base.path / "graph")
             if len(old.entities) == len(old_vectors):
                 known = {e.id: old_vectors[i] for i, e in enumerate(old.entities)}
     missing = [e for e in entities if e.id not in known]

@@ -1,6 +1,6 @@
-"""The knowledge graph's records, as a build writes them and a regraph reads them: entities, relations,
-communities, synonyms (graph.json, no pickle) and the name and report vectors (numpy). How they are built
-from mentions is `builds.graph_build`; how a replica reads them is `stores.graph_index`.
+"""The knowledge graph's records, as a build makes them: entities, relations, communities, synonyms, and the
+name and report vectors (numpy). How they are built from mentions is `builds.graph_build`; how they are
+stored, and how a replica reads them, `stores.graph_arrays` and `stores.graph_index`.
 
 What the records hold (built at index time from entity mentions, with no LLM):
 
@@ -16,8 +16,10 @@ What the records hold (built at index time from entity mentions, with no LLM):
 * Community reports (extractive): a title from the top entities, key entities and relations, and the most
   representative sentences, embedded like chunks so that global queries can find them.
 
-Everything is stored as JSON (graph.json.gz, gzipped; graph.json in versions written before) and numpy (community_vectors.npy, entity_vectors.npy): no pickle. Every entity,
-relation and community records the chunk and file ids it came from, so filters and deletions apply to it.
+Stored once, as the Arrow tables and numpy arrays the service maps (`graph/arrays/`, format 7), plus
+community_vectors.npy and entity_vectors.npy: no pickle. Versions written before held a JSON record beside
+them (graph.json.gz, gzipped; graph.json before that): `load` still reads it. Every entity, relation and
+community records the chunk and file ids it came from, so filters and deletions apply to it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ import numpy as np
 from hybridrag.indexing.analysis.entities import Mention
 
 GRAPH_JSON = "graph.json"  # the record as plain JSON: versions written before 2026-11-28
-GRAPH_RECORD = "graph.json.gz"  # the same JSON, gzip level 1 (a 100k-chunk record: 235 MB plain, 67 MB)
+GRAPH_RECORD = "graph.json.gz"  # the same JSON, gzip level 1: versions written before graph arrays format 7
+ARRAYS = "arrays"  # `graph_arrays.FOLDER`: the graph itself from format 7
 # 2: entities record the chunks whose title names them (passage nodes of retrieval weigh those edges); an
 # index with an older graph still serves, and `hybridrag index regraph` brings it up to date.
 # 3: mentions are also linked to the title entities whose names they contain (`link_title_spans`).
@@ -113,36 +116,17 @@ class GraphData:
     communities: list[Community]
     synonyms: list[Synonym] = field(default_factory=list)
 
-    def save(
+    def save_vectors(
         self,
         folder: Path,
         community_vectors: np.ndarray | None,
         entity_vectors: np.ndarray | None = None,
     ) -> None:
+        """The reports' and names' vectors; the graph itself is its arrays (`GraphArrays.save`). A record an
+        older version held in the folder (a hard-linked copy) goes: it would describe another graph."""
         folder.mkdir(parents=True, exist_ok=True)
-        entities = [as_record(e) for e in self.entities]
-        for e in entities:
-            # Listed apart below: code that predates the flags still reads this file.
-            e.pop("article")
-            e.pop("concept")
-        data = {
-            "entities": entities,
-            "articles": [e.id for e in self.entities if e.article],
-            "concepts": [e.id for e in self.entities if e.concept],
-            "relations": [as_record(r) for r in self.relations],
-            "communities": [as_record(c) for c in self.communities],
-            "synonyms": [as_record(s) for s in self.synonyms],
-        }
-        # The folder may be a hard-linked copy of the served version's: every file is unlinked before it is
-        # written (a new inode, never the served one rewritten), and files this graph has none of must go.
         for name in (GRAPH_JSON, GRAPH_RECORD, COMMUNITY_VECTORS, ENTITY_VECTORS):
             (folder / name).unlink(missing_ok=True)
-        # Level 1: most of the size gone for little time; mtime 0, so the same graph gives the same bytes.
-        with (
-            open(folder / GRAPH_RECORD, "wb") as raw,
-            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as packed,
-        ):
-            packed.write(json.dumps(data, ensure_ascii=False).encode("utf-8"))
         for name, vectors in ((COMMUNITY_VECTORS, community_vectors), (ENTITY_VECTORS, entity_vectors)):
             if vectors is not None:
                 np.save(folder / name, vectors.astype(np.float32), allow_pickle=False)
@@ -166,8 +150,12 @@ class GraphData:
 
     @staticmethod
     def present(folder: Path) -> bool:
-        """True when `folder` holds a graph record (compressed, or plain from before)."""
-        return (folder / GRAPH_RECORD).is_file() or (folder / GRAPH_JSON).is_file()
+        """True when `folder` holds a graph: its arrays, or a record (compressed, or plain from before)."""
+        return (
+            (folder / ARRAYS / "meta.json").is_file()
+            or (folder / GRAPH_RECORD).is_file()
+            or (folder / GRAPH_JSON).is_file()
+        )
 
     @staticmethod
     def read_record(folder: Path) -> dict[str, Any]:
@@ -179,6 +167,9 @@ class GraphData:
 
     @classmethod
     def load(cls, folder: Path) -> tuple[GraphData, np.ndarray | None]:
+        """The graph of a version written before graph arrays format 7 (its JSON record), and its reports'
+        vectors; `graph_arrays.load_graph` reads any version's."""
+        vectors = cls.load_community_vectors(folder)
         data = cls.read_record(folder)
         articles = set(data.get("articles", ()))
         concepts = set(data.get("concepts", ()))
@@ -188,9 +179,7 @@ class GraphData:
             [Community(**c) for c in data["communities"]],
             [Synonym(**s) for s in data.get("synonyms", [])],
         )
-        vectors_path = folder / COMMUNITY_VECTORS
-        vectors = np.load(vectors_path, allow_pickle=False) if vectors_path.is_file() else None
-        return graph, vectors
+        return graph, None if vectors is None else np.asarray(vectors)
 
     @staticmethod
     def load_community_vectors(folder: Path) -> np.ndarray | None:

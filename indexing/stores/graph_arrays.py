@@ -1,10 +1,13 @@
-"""The graph as the service reads it: flat arrays and memory-mapped Arrow tables, written with the graph.
+"""The graph as it is stored and as the service reads it: flat arrays and memory-mapped Arrow tables.
 
-`graph.json.gz` (gzipped JSON; `graph.json` in older versions) stays the build's record (updates and
-`regraph` read it). The service maps `graph/arrays/` instead of parsing it into objects (at 12.5k chunks the
-parsed graph held ~30 KB a chunk):
+From format 7 they are the graph's only copy (`GraphArrays.graph` reads it back whole: relations keep their
+PMI and evidence, synonym edges their similarity); versions before held a JSON record beside them
+(graph.json.gz, ~1.6 KB a SciFact chunk), which `GraphData.load` still reads. The service maps them instead
+of parsing a record into objects (at 12.5k chunks the parsed graph held ~30 KB a chunk):
 
-    entities.arrow, relations.arrow   one row per entity / relation (uncompressed Arrow IPC, mapped)
+    entities.arrow, relations.arrow   one row per entity / relation (uncompressed Arrow IPC, mapped; repeated
+                                      strings as dictionaries, `SHARED_STRINGS`)
+    synonyms.arrow                    the synonym edges (source, target, similarity; format 7)
     *.keys.npy                        id -> row lookups (`keys.KeyIndex`): entity ids, relation ids, names
     adjacency.*.npy, transition.*.npy the walk's CSR matrices (data, indices, indptr); transition rows are the
                                       out-edges' probabilities, heaviest first (format 4 held them transposed)
@@ -37,18 +40,19 @@ import pyarrow as pa
 from scipy import sparse
 
 from hybridrag.indexing.analysis.entities import normalize_name
-from hybridrag.indexing.stores.graph import Community, Entity, GraphData, as_record
+from hybridrag.indexing.stores.graph import ARRAYS, Community, Entity, GraphData, Relation, Synonym, as_record
 from hybridrag.indexing.stores.graph_order import ChunkOrder
 from hybridrag.indexing.stores.graph_weights import heaviest_first, walk_matrices
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import IdList, checked_rows, take_pylist, write_id_list
 from hybridrag.indexing.stores.memory_maps import Mappings
 
-FOLDER = "arrays"
+FOLDER = ARRAYS  # in a version's graph/
 # 3: chunk_relations and relation_pairs; 4: the entities' concept flag; 5: transition by row; 6: the graph's
-# own chunk order (a graph can serve a later version of the chunk table)
-FORMAT = 6
-READABLE = (4, 5, 6)  # a format-4 transition (transposed) is turned around when mapped
+# own chunk order (a graph can serve a later version of the chunk table); 7: repeated strings dictionary-encoded
+# (`SHARED_STRINGS`) and row arrays int32 where they fit (SciFact: the graph, arrays and record, 8.2 -> 4.4 KB a chunk)
+FORMAT = 7
+READABLE = (4, 5, 6, 7)  # a format-4 transition (transposed) is turned around when mapped
 CHUNK_ORDER = "chunks.arrow"
 
 ENTITY_SCHEMA = pa.schema(
@@ -56,7 +60,7 @@ ENTITY_SCHEMA = pa.schema(
         ("id", pa.string()),
         ("name", pa.string()),
         ("type", pa.string()),
-        ("mentions", pa.int64()),
+        ("mentions", pa.int32()),
         ("chunk_ids", pa.list_(pa.string())),
         ("file_ids", pa.list_(pa.string())),
         ("description", pa.string()),
@@ -84,10 +88,53 @@ RELATION_SCHEMA = pa.schema(
         ("id", pa.string()),
         ("source", pa.string()),
         ("target", pa.string()),
-        ("count", pa.int64()),
+        ("count", pa.int32()),
         ("chunk_ids", pa.list_(pa.string())),
+        # What the graph's record held beside (format 7, which has no other record): the pair's PMI, rounded
+        # to 4 places as built, and its evidence, a chunk and the sentence's start and end in it, each.
+        ("pmi", pa.float32()),
+        ("evidence_chunk_ids", pa.list_(pa.string())),
+        ("evidence_spans", pa.list_(pa.int32())),  # start, end of each evidence in turn
     ]
 )
+SYNONYM_SCHEMA = pa.schema([("source", pa.string()), ("target", pa.string()), ("similarity", pa.float64())])
+
+
+#: The columns of each table whose strings repeat from row to row (chunk, file and entity ids, types, a sentence
+#: that describes every entity it names): stored once each, rows holding int32 indices (Arrow dictionaries; a
+#: reader sees the strings). Ids and names, one a row, stay plain.
+SHARED_STRINGS = {
+    "entities": ("type", "chunk_ids", "file_ids", "description", "title_chunk_ids", "community"),
+    "relations": ("source", "target", "chunk_ids", "evidence_chunk_ids"),
+    "communities": ("chunk_ids", "file_ids"),  # an entity or relation is in one community: its id once
+}
+
+
+def shared_strings(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """`table` with each of `columns` (strings, or lists of strings) dictionary-encoded: one dictionary per
+    column, as an IPC file stores it (one record batch)."""
+    table = table.combine_chunks()
+    for name in columns:
+        i = table.schema.get_field_index(name)
+        column = table.column(i).combine_chunks()
+        if pa.types.is_list(column.type):
+            mask = column.is_null() if column.null_count else None
+            encoded: pa.Array = pa.ListArray.from_arrays(
+                column.offsets, column.values.dictionary_encode(), mask=mask
+            )
+        else:
+            encoded = column.dictionary_encode()
+        table = table.set_column(i, pa.field(name, encoded.type), encoded)
+    return table
+
+
+def load_graph(folder: Path) -> tuple[GraphData, np.ndarray | None]:
+    """A version's graph (`folder`: its graph/) and its reports' vectors: from the arrays from format 7,
+    else from the JSON record older versions held."""
+    if (GraphArrays.format_of(folder / FOLDER) or 0) >= 7:
+        vectors = GraphData.load_community_vectors(folder)
+        return GraphArrays.graph(folder / FOLDER), None if vectors is None else np.asarray(vectors)
+    return GraphData.load(folder)
 
 
 def name_forms(name: str, aliases: Sequence[str]) -> list[str]:
@@ -121,6 +168,9 @@ class GraphArrays:
     chunk_ids: Sequence[str] | None = (
         None  # the chunk nodes' ids (derived arrays; mapped ones: `chunk_order`)
     )
+    synonyms: pa.Table | None = (
+        None  # derived arrays: the synonym edges, for `graph` (the walk has their keys)
+    )
 
     @property
     def entity_count(self) -> int:
@@ -136,6 +186,7 @@ class GraphArrays:
             [{**as_record(e), "community": community_of.get(e.id)} for e in graph.entities],
             schema=ENTITY_SCHEMA,
         )
+        communities = pa.Table.from_pylist([as_record(c) for c in graph.communities], schema=COMMUNITY_SCHEMA)
         relations = pa.Table.from_pylist(
             [
                 {
@@ -144,6 +195,9 @@ class GraphArrays:
                     "target": r.target,
                     "count": r.count,
                     "chunk_ids": r.chunk_ids,
+                    "pmi": r.pmi,
+                    "evidence_chunk_ids": [ev["chunkId"] for ev in r.evidence],
+                    "evidence_spans": [x for ev in r.evidence for x in (ev["start"], ev["end"])],
                 }
                 for r in graph.relations
             ],
@@ -162,29 +216,31 @@ class GraphArrays:
         rank = np.empty(ne, dtype=np.int64)
         ranked = sorted(range(ne), key=lambda i: (-graph.entities[i].mentions, graph.entities[i].id))
         rank[np.asarray(ranked, dtype=np.int64)] = np.arange(ne)
+        nr = len(graph.relations)
         return cls(
-            entities,
-            relations,
-            pa.Table.from_pylist([as_record(c) for c in graph.communities], schema=COMMUNITY_SCHEMA),
+            shared_strings(entities, SHARED_STRINGS["entities"]),
+            shared_strings(relations, SHARED_STRINGS["relations"]),
+            shared_strings(communities, SHARED_STRINGS["communities"]),
             KeyIndex.build(c.id for c in graph.communities),
             KeyIndex.build(e.id for e in graph.entities),
             KeyIndex.build(r.id for r in graph.relations),
             KeyIndex.build(forms),
-            np.asarray(name_entity, dtype=np.int64),
+            _narrow(np.asarray(name_entity, dtype=np.int64), ne),
             _compact(adjacency),
             _compact(transition),
             keys[pair_order],
-            pair_order.astype(np.int64),
+            _narrow(pair_order, nr),
             synonym_keys,
-            indptr,
-            relation_rows,
+            _narrow(indptr, 2 * nr + 1),
+            _narrow(relation_rows, nr),
             keys,
-            chunk_indptr,
-            _narrow(chunk_relations, len(keys)),
-            rank,
-            np.asarray([len(e.chunk_ids) for e in graph.entities], dtype=np.int64),
+            _narrow(chunk_indptr, int(chunk_indptr[-1]) + 1),
+            _narrow(chunk_relations, nr),
+            _narrow(rank, ne),
+            _narrow(np.asarray([len(e.chunk_ids) for e in graph.entities], dtype=np.int64), len(order) + 1),
             len(order),
             order.ids_at(range(len(order))),
+            pa.Table.from_pylist([as_record(x) for x in graph.synonyms], schema=SYNONYM_SCHEMA),
         )
 
     def save(self, folder: Path) -> None:
@@ -196,7 +252,9 @@ class GraphArrays:
             ("relations", self.relations),
             ("communities", self.communities),
         )
-        for name, table in tables:
+        if self.synonyms is None:
+            raise ValueError("saving a graph needs its synonym edges")
+        for name, table in (*tables, ("synonyms", self.synonyms)):
             with (
                 pa.OSFile(str(folder / f"{name}.arrow"), "wb") as sink,
                 pa.ipc.new_file(sink, table.schema) as w,
@@ -308,6 +366,36 @@ class GraphArrays:
             int(meta["chunks"]),
         )
 
+    @staticmethod
+    def graph(folder: Path) -> GraphData:
+        """The graph the arrays were derived from (format 7 and later, which have no other record):
+        entities, relations with their PMI and evidence, communities and synonym edges, in their order."""
+        if (GraphArrays.format_of(folder) or 0) < 7:
+            raise ValueError(f"graph arrays in {folder} hold no graph record (format < 7)")
+
+        def rows(name: str) -> list[dict[str, Any]]:
+            with pa.memory_map(str(folder / f"{name}.arrow")) as source:
+                return pa.ipc.open_file(source).read_all().to_pylist()
+
+        entities = []
+        for e in rows("entities"):
+            e.pop("community")
+            entities.append(Entity(**e))
+        relations = []
+        for r in rows("relations"):
+            spans = r.pop("evidence_spans")
+            chunks = r.pop("evidence_chunk_ids")
+            evidence = [
+                {"chunkId": c, "start": spans[2 * i], "end": spans[2 * i + 1]} for i, c in enumerate(chunks)
+            ]
+            relations.append(Relation(**{**r, "pmi": round(r["pmi"], 4)}, evidence=evidence))
+        return GraphData(
+            entities,
+            relations,
+            [Community(**c) for c in rows("communities")],
+            [Synonym(**x) for x in rows("synonyms")],
+        )
+
     # -- lookups
     def entity_row(self, entity_id: str) -> int | None:
         return self.entity_keys.find(entity_id, self.entities.column("id"))
@@ -417,12 +505,13 @@ def _relations_by_chunk(graph: GraphData, order: ChunkOrder) -> tuple[np.ndarray
 
 
 def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
-    """int32 indices where they fit (what scipy keeps without a copy when the arrays are mapped back)."""
+    """int32 indices where they fit (what scipy keeps without a copy when the arrays are mapped back);
+    float32 weights (a walk's tolerance is 1e-4 of its restart mass: seven digits are plenty)."""
     m = sparse.csr_matrix(matrix)
     ordered = m.has_sorted_indices
     if m.nnz < 2**31 - 1 and m.shape[0] < 2**31 - 1:
         m.indices = m.indices.astype(np.int32)
         m.indptr = m.indptr.astype(np.int32)
-    m.data = m.data.astype(np.float64)
+    m.data = m.data.astype(np.float32)
     m.has_sorted_indices = ordered  # a heaviest-first row order is kept as it is
     return m

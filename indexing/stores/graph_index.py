@@ -2,8 +2,8 @@
 views that read an entity, relation, community or name from its row when asked for.
 
 Node i < len(entities) is entity i; node len(entities) + j is the chunk at row j of the chunk order (the chunk
-table's own lookups, or the graph's own order when writes since left it behind). `GraphIndex.load` maps the arrays a build wrote, or derives them from graph.json for a
-version written before them. The walk over it lives in `pipeline.graph_walk`, the retriever in
+table's own lookups, or the graph's own order when writes since left it behind). `GraphIndex.load` maps the arrays a build wrote, or derives them from the JSON record
+(graph.json.gz) of a version written before them. The walk over it lives in `pipeline.graph_walk`, the retriever in
 `pipeline.graph_retriever`.
 """
 
@@ -162,7 +162,7 @@ class GraphIndex:
         cls, folder: Path, chunk_order: ChunkOrder | Sequence[str], maps: Mappings | None = None
     ) -> GraphIndex:
         """Map `folder/arrays` (through `maps` when given); a version written before them derives the same
-        arrays in memory from graph.json. `chunk_order`: the chunk table's. A graph built for another
+        arrays in memory from its JSON record. `chunk_order`: the chunk table's. A graph built for another
         version of the table (a write left it behind) keeps its own order: `table_rows` then maps its chunk
         nodes to the table's rows and `live` says which are still there."""
         order: ChunkOrder = ListOrder(chunk_order) if isinstance(chunk_order, Sequence) else chunk_order

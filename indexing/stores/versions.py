@@ -30,6 +30,8 @@ from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.stores import vector_segments
+from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
+from hybridrag.indexing.stores.graph_arrays import GraphArrays
 from hybridrag.indexing.stores.manifest import Manifest
 from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, deleted_path, table_segments
 
@@ -37,10 +39,11 @@ MANIFEST = "manifest.json"
 # Format 2: a version's tables and vector serving files may carry segments and tombstones beside their
 # base files (`stores.segments`, `stores.vector_segments`); a reader of format 1 would miss their rows.
 # Format 3: its tables may carry deleted rows (`tables.deleted_path`), which a reader of format 2 would
-# serve. A version says the lowest format that reads it (one without either reads as 1 and stays readable
-# by earlier releases).
-FORMAT_VERSION = 3
-READABLE_FORMATS = (1, 2, 3)
+# serve. Format 4: its graph is stored once, as graph arrays of format 7 with no JSON record beside them
+# (`graph_arrays.load_graph`), which a reader of format 3 would look for. A version says the lowest format
+# that reads it (one with none of these reads as 1 and stays readable by earlier releases).
+FORMAT_VERSION = 4
+READABLE_FORMATS = (1, 2, 3, 4)
 KEEP_VERSIONS = 2
 # Manifest key: files a build wrote straight to the index's object store ({path in the version: size, sha256}).
 WRITTEN_TO_STORE = "writtenToStore"
@@ -213,6 +216,8 @@ def current_target(index_dir: Path) -> str | None:
 
 def format_of(folder: Path) -> int:
     """The format a version's files need (see `FORMAT_VERSION`)."""
+    if (GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0) >= 7:
+        return 4
     if any(deleted_path(folder, name).is_file() for name in (CHUNKS, DOCUMENTS)):
         return 3
     vectors = folder / "vectors"
@@ -269,23 +274,26 @@ def cleanup(index_dir: Path, keep: int = KEEP_VERSIONS) -> list[Path]:
 
 
 #: Folders of a version whose entries are reported one by one (the rest count whole).
-_SPLIT = ("vectors", "graph")
+_SPLIT = ("vectors", "graph", "graph/arrays")
 #: A segment a write added beside a file (chunks.<version>.arrow): counted with the file.
 _SEGMENT = re.compile(r"^(?P<stem>[^.]+)\.\d{8}T\d{12}-[0-9a-f]+\.(?P<ext>[^/]+)$")
 
 
 def disk_usage(version: Path) -> dict[str, int]:
-    """Bytes of each part of a version: each top-level file or folder, and each entry of `vectors/` and
-    `graph/` (the LanceDB table, the serving codes and float vectors, the graph's arrays and JSON record...).
-    A file hard-linked from an older version counts here too: these are the bytes a copy of it would take.
-    The segments writes added beside a table or a serving file count with it."""
+    """Bytes of each part of a version: each top-level file or folder, and each entry of `vectors/`,
+    `graph/` and `graph/arrays/` (the LanceDB table, the serving codes and float vectors, each of the graph's
+    tables and arrays...). A file hard-linked from an older version counts here too: these are the bytes a
+    copy of it would take. The segments writes added beside a table or a serving file count with it."""
     parts: dict[str, int] = {}
-    for entry in sorted(version.iterdir()):
-        inner = sorted(entry.iterdir()) if entry.is_dir() and entry.name in _SPLIT else [entry]
-        for part in inner:
-            files = [part] if part.is_file() else [f for f in part.rglob("*") if f.is_file()]
-            segment = _SEGMENT.match(part.name) if part.is_file() else None
-            name = part.with_name(f"{segment['stem']}.{segment['ext']}") if segment else part
-            key = str(name.relative_to(version))
-            parts[key] = parts.get(key, 0) + sum(f.stat().st_size for f in files)
+    pending = sorted(version.iterdir(), reverse=True)
+    while pending:
+        part = pending.pop()
+        if part.is_dir() and str(part.relative_to(version)) in _SPLIT:
+            pending.extend(sorted(part.iterdir(), reverse=True))
+            continue
+        files = [part] if part.is_file() else [f for f in part.rglob("*") if f.is_file()]
+        segment = _SEGMENT.match(part.name) if part.is_file() else None
+        name = part.with_name(f"{segment['stem']}.{segment['ext']}") if segment else part
+        key = str(name.relative_to(version))
+        parts[key] = parts.get(key, 0) + sum(f.stat().st_size for f in files)
     return parts

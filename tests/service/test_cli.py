@@ -52,9 +52,13 @@ def test_build_info_delete_via_cli(tmp_path: Path) -> None:
     disk = json.loads(runner.invoke(app, ["index", "info", str(out), "--disk"]).output)
     assert disk["version"] == summary["version"] and disk["chunks"] == summary["chunks"]
     parts = disk["parts"]
-    assert {"chunks.arrow", "documents.arrow", "keyword", "graph/graph.json.gz", "manifest.json"} <= set(
-        parts
-    )
+    assert {
+        "chunks.arrow",
+        "documents.arrow",
+        "keyword",
+        "graph/arrays/entities.arrow",
+        "manifest.json",
+    } <= set(parts)
     assert sum(p["bytes"] for p in parts.values()) == disk["bytes"] > 0
     version_dir = out / "versions" / summary["version"]
     assert parts["chunks.arrow"]["bytes"] == (version_dir / "chunks.arrow").stat().st_size

@@ -2,7 +2,8 @@
 
 The fixtures in tests/data/formats were written by the releases that introduced each format
 (`make_fixtures.py` there says how): a full build (format 1), a deferred add (2: table and vector
-segments) and a deferred delete (3: deleted table rows).
+segments) and a deferred delete (3: deleted table rows); from format 4 every version with a graph stores it as
+graph arrays alone (no JSON record), and its fixture is a deferred delete's.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ EXPECTED = {
     "format-1-build": (1, 12, set()),
     "format-2-add": (2, 13, set()),
     "format-3-delete": (3, 12, {"doc-03"}),
+    "format-4-delete": (4, 12, {"doc-03"}),
 }
 
 
@@ -70,7 +72,9 @@ def test_a_shipped_format_loads_serves_and_takes_writes(name: str, tmp_path: Pat
     IndexBuilder(index_dir, config, embedder=embedder).merge_graph()
     merged = versions.current_version(index_dir)
     assert merged.manifest["counts"]["documents"] == count
-    assert merged.manifest["formatVersion"] == 1  # compacted by the merge
+    # Compacted by the merge (no segment or tombstone left); its new graph is stored as arrays alone (4).
+    assert merged.manifest["formatVersion"] == 4
+    assert not (merged.path / "graph" / "graph.json.gz").exists()
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as client:
         assert _search(client, "Great Barrier Reef Queensland", "hybrid")[0] == "doc-new"
         assert "doc-05" not in _search(client, "Nile Delta river sea", "hybrid")

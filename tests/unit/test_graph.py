@@ -19,6 +19,7 @@ from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 from hybridrag.indexing.builds.graph_build import build_graph, link_title_spans
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.graph import GRAPH_FORMAT, ChunkMentions, GraphData
+from hybridrag.indexing.stores.graph_arrays import load_graph
 from hybridrag.schemas.search import SearchResult
 
 EXTRACTOR = EntityExtractor(Analyzer())
@@ -139,20 +140,38 @@ def test_passages_lead_the_walk_to_the_entities_with_an_article_elsewhere(tmp_pa
     assert [normalize_name(e.name) for e in build_graph(chunks[1:]).entities if e.article] == [
         "natural born killers"
     ]
-    # Stored apart from the entities' fields, so code that predates the flag still loads the graph.
-    graph.save(tmp_path, None)
-    stored = GraphData.read_record(tmp_path)
-    assert all("article" not in e for e in stored["entities"])
-    assert sorted(stored["articles"]) == sorted(e.id for e in graph.entities if e.article)
-    assert GraphData.load(tmp_path)[0].entities == graph.entities
-    # A version written before the record was gzipped (a plain graph.json) loads the same.
+    # The record versions before graph arrays format 7 held (the flags listed apart from the entities'
+    # fields) loads the same, gzipped or, older, plain; a save of the graph leaves neither behind.
     import gzip
 
-    (tmp_path / "graph.json").write_bytes(gzip.decompress((tmp_path / "graph.json.gz").read_bytes()))
+    record = _legacy_record(graph)
+    (tmp_path / "graph.json.gz").write_bytes(gzip.compress(json.dumps(record).encode("utf-8")))
+    assert GraphData.present(tmp_path) and GraphData.load(tmp_path)[0] == graph
+    (tmp_path / "graph.json").write_text(json.dumps(record), "utf-8")
     (tmp_path / "graph.json.gz").unlink()
-    assert GraphData.present(tmp_path) and GraphData.load(tmp_path)[0].entities == graph.entities
-    graph.save(tmp_path, None)  # and a save replaces it with the compressed record
-    assert not (tmp_path / "graph.json").exists() and GraphData.read_record(tmp_path) == stored
+    assert GraphData.present(tmp_path) and GraphData.load(tmp_path)[0] == graph
+    graph.save_vectors(tmp_path, None)
+    assert not GraphData.present(tmp_path)
+    # Format 7 arrays are the graph itself: every field comes back from them, evidence and PMI included.
+    arrays.save(tmp_path / "arrays")
+    assert GraphData.present(tmp_path) and load_graph(tmp_path)[0] == graph
+
+
+def _legacy_record(graph: GraphData) -> dict[str, Any]:
+    """graph.json as releases before graph arrays format 7 wrote it."""
+    from hybridrag.indexing.stores.graph import as_record
+
+    entities = [
+        {k: v for k, v in as_record(e).items() if k not in ("article", "concept")} for e in graph.entities
+    ]
+    return {
+        "entities": entities,
+        "articles": [e.id for e in graph.entities if e.article],
+        "concepts": [e.id for e in graph.entities if e.concept],
+        "relations": [as_record(r) for r in graph.relations],
+        "communities": [as_record(c) for c in graph.communities],
+        "synonyms": [as_record(s) for s in graph.synonyms],
+    }
 
 
 def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
@@ -206,7 +225,7 @@ def test_lexicon_names_in_text_without_case_type_their_chunk_but_make_no_node() 
 
 def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
     path = versions.current_version(sample_index).path / "graph"
-    graph, vectors = GraphData.load(path)
+    graph, vectors = load_graph(path)
     by_name = {e.name: e for e in graph.entities}
     ibuka, morita = by_name["Masaru Ibuka"], by_name["Akio Morita"]
     rel = next(r for r in graph.relations if {r.source, r.target} == {ibuka.id, morita.id})
@@ -220,11 +239,9 @@ def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
     community = next(c for c in graph.communities if ibuka.id in c.entity_ids)
     assert morita.id in community.entity_ids and community.title and "Key entities" in community.report
     assert vectors is not None and vectors.shape == (len(graph.communities), 384)
+    # Stored once, as the arrays the service maps: no pickle, and no second record beside them.
     assert not (path / "graph.pickle").exists()
-    import gzip
-
-    json.loads(gzip.decompress((path / "graph.json.gz").read_bytes()))  # JSON, gzipped
-    assert not (path / "graph.json").exists()
+    assert not (path / "graph.json.gz").exists() and not (path / "graph.json").exists()
     nxg = graph.to_networkx()
     assert nxg.number_of_nodes() == len(graph.entities) and nxg.number_of_edges() == len(graph.relations)
     assert (
@@ -239,9 +256,8 @@ def test_graph_build_is_deterministic(tmp_path: Path) -> None:
     outputs = []
     for name in ("a", "b"):
         IndexBuilder(tmp_path / name, BuildConfig(embedding_model=None)).build(SAMPLE_CORPUS)
-        outputs.append(
-            (versions.current_version(tmp_path / name).path / "graph" / "graph.json.gz").read_bytes()
-        )
+        arrays = versions.current_version(tmp_path / name).path / "graph" / "arrays"
+        outputs.append({f.name: f.read_bytes() for f in sorted(arrays.iterdir())})
     assert outputs[0] == outputs[1]
 
 
@@ -324,13 +340,13 @@ def test_title_links_follow_incremental_adds_and_deletes(tmp_path: Path) -> None
     builder.build(soundtrack)
 
     def reznor_chunks() -> set[str]:
-        graph, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
+        graph, _ = load_graph(versions.current_version(index_dir).path / "graph")
         entity = next((e for e in graph.entities if e.name == "Trent Reznor"), None)
         return set() if entity is None else set(entity.chunk_ids)
 
     assert reznor_chunks() == set()  # no page titled "Trent Reznor" yet: nothing to link to
     builder.add(reznor)  # the page arrives later: the earlier document's long name now mentions it
-    graph, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
+    graph, _ = load_graph(versions.current_version(index_dir).path / "graph")
     entity = next(e for e in graph.entities if e.name == "Trent Reznor")
     assert len(entity.chunk_ids) == 2 and len(entity.title_chunk_ids) == 1
     builder.delete(["tr"])
@@ -348,10 +364,10 @@ def test_deleted_document_leaves_no_trace_in_the_graph(tmp_path: Path) -> None:
     index_dir = tmp_path / "idx"
     builder = IndexBuilder(index_dir, BuildConfig(embedding_model=None))
     builder.build(source)
-    before, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
+    before, _ = load_graph(versions.current_version(index_dir).path / "graph")
     assert "Masaru Ibuka" in {e.name for e in before.entities}
     builder.delete(["d1"])
-    after, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
+    after, _ = load_graph(versions.current_version(index_dir).path / "graph")
     names = {e.name for e in after.entities}
     assert "Masaru Ibuka" not in names and "Akio Morita" not in names and "Kiichiro Toyoda" in names
     dumped = json.dumps([e.chunk_ids for e in after.entities] + [r.chunk_ids for r in after.relations])
@@ -360,7 +376,7 @@ def test_deleted_document_leaves_no_trace_in_the_graph(tmp_path: Path) -> None:
     assert removed <= chunk_ids and not any(c in dumped for c in removed)
     # Adding it back restores it (mentions of kept chunks are reused, new ones extracted).
     builder.add(source)
-    again, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
+    again, _ = load_graph(versions.current_version(index_dir).path / "graph")
     assert {e.name for e in again.entities} == {e.name for e in before.entities}
 
 
@@ -437,7 +453,7 @@ def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) 
 
 
 def test_graph_hits_explain_the_walk_that_reached_them(client: TestClient, sample_index: Path) -> None:
-    graph, _ = GraphData.load(versions.current_version(sample_index).path / "graph")
+    graph, _ = load_graph(versions.current_version(sample_index).path / "graph")
     relations = {r.id: r for r in graph.relations}
     entities = {e.id: e for e in graph.entities}
     body = {
@@ -509,7 +525,7 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
 
     def load() -> tuple[GraphData, np.ndarray]:
         folder = versions.current_version(index_dir).path / "graph"
-        graph, _ = GraphData.load(folder)
+        graph, _ = load_graph(folder)
         vectors = GraphData.load_entity_vectors(folder)
         assert vectors is not None and vectors.shape == (len(graph.entities), 384)
         return graph, vectors
@@ -563,7 +579,7 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
     # Regraph without synonyms drops them and their vectors; the search still works on the graph.
     IndexBuilder(index_dir, embedder=embedder).regraph(synonyms=False)
     folder = versions.current_version(index_dir).path / "graph"
-    plain, _ = GraphData.load(folder)
+    plain, _ = load_graph(folder)
     assert plain.synonyms == [] and GraphData.load_entity_vectors(folder) is None
     assert [e.title_chunk_ids for e in plain.entities] == [e.title_chunk_ids for e in graph.entities]
 
@@ -625,7 +641,7 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
 
         version = versions.current_version(index_dir).path
         doc_of = {r["chunk_id"]: r["doc_id"] for r in read_version_table(version, CHUNKS).to_pylist()}
-        graph, _ = GraphData.load(version / "graph")
+        graph, _ = load_graph(version / "graph")
         return {e.name.lower(): {doc_of[c] for c in e.chunk_ids} for e in graph.entities}
 
     def links(recase: Callable[[str], str], names: list[dict[str, str]], folder: str) -> dict[str, set[str]]:
@@ -663,7 +679,7 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
     # Without its page the name is no title: what remains is what a full build of the two other pages gives
     # (the phrase still recurs in both, so it stays as a concept, not as a title entity).
     assert entity_docs(index_dir) == links(CASINGS[casing], docs[1:], f"rest-{casing}")
-    graph, _ = GraphData.load(versions.current_version(index_dir).path / "graph")
+    graph, _ = load_graph(versions.current_version(index_dir).path / "graph")
     assert all(
         e.concept and not e.title_chunk_ids for e in graph.entities if e.name.lower() == "trent reznor"
     )
@@ -672,7 +688,7 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
 def test_a_chunks_entities_come_from_its_edges_most_mentioned_first(
     client: TestClient, sample_index: Path
 ) -> None:
-    graph, _ = GraphData.load(versions.current_version(sample_index).path / "graph")
+    graph, _ = load_graph(versions.current_version(sample_index).path / "graph")
     index = client.app.state.engine.index  # type: ignore[attr-defined]
     loaded = index.retrievers["graph"].graph
     expected: dict[str, list[str]] = {}
@@ -722,9 +738,14 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
     version = versions.current_version(sample_index).path
     chunks = ChunkTable(version / "chunks.arrow")
     mapped = GraphIndex.load(version / "graph", chunks)
+    # A version from before format 7: its graph is the JSON record, with no arrays beside it.
+    import gzip
+
     old = tmp_path / "graph"
     shutil.copytree(version / "graph", old)
     shutil.rmtree(old / FOLDER)
+    record = _legacy_record(load_graph(version / "graph")[0])
+    (old / "graph.json.gz").write_bytes(gzip.compress(json.dumps(record).encode("utf-8")))
     derived = GraphIndex.load(old, list(chunks))
 
     def mapped_from_disk(a: np.ndarray) -> bool:
@@ -739,8 +760,6 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
     for part in ("indptr", "indices", "data"):  # the rows in the same (heaviest-first) order too
         assert np.array_equal(getattr(mapped.transition, part), getattr(derived.transition, part))
     # A format-4 version stored the transition transposed: it is turned around when mapped.
-    import json
-
     from scipy import sparse
 
     four = tmp_path / "four"
@@ -753,7 +772,7 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
     turned = GraphIndex.load(four, chunks).transition
     for part in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(mapped.transition, part), getattr(turned, part))
-    graph, _ = GraphData.load(version / "graph")
+    graph, _ = load_graph(version / "graph")
     assert len(mapped.entities) == len(graph.entities) == len(derived.entities)
     for i, e in enumerate(graph.entities):
         assert mapped.entities[i] == e and mapped.entity_index[e.id] == i
@@ -873,7 +892,7 @@ def test_the_local_push_walk_is_pagerank_within_its_tolerance(
     for u in range(t.shape[0]):
         row = t.data[t.indptr[u] : t.indptr[u + 1]]
         assert list(row) == sorted(row, reverse=True)
-        assert len(row) == 0 or abs(row.sum() - 1.0) < 1e-9
+        assert len(row) == 0 or abs(row.sum(dtype=np.float64) - 1.0) < 1e-6  # float32 on disk
     degree = np.diff(g.adjacency.indptr)
     hubs = [int(n) for n in np.argsort(-degree, kind="stable")[:6]]
     assert degree[hubs[3]] > 8
@@ -973,7 +992,7 @@ def test_japanese_node_only_names_survive_an_incremental_add_as_a_full_build_mak
 
     def state(index_dir: Path) -> tuple[set[tuple[str, str]], dict[str, list[str]], set[tuple[str, bool]]]:
         path = versions.current_version(index_dir).path
-        graph, _ = GraphData.load(path / "graph")
+        graph, _ = load_graph(path / "graph")
         table = read_version_table(path, CHUNKS)
         types = dict(
             zip(table.column("doc_id").to_pylist(), table.column("entity_types").to_pylist(), strict=True)

@@ -24,6 +24,7 @@ from hybridrag.indexing.builds.merge import GraphMerge, graph_behind
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.graph import GraphData
+from hybridrag.indexing.stores.graph_arrays import load_graph
 from hybridrag.indexing.stores.graph_delta import DELTA, read_delta
 from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
@@ -102,7 +103,7 @@ def test_a_deferred_write_keeps_the_graph_and_a_merge_builds_what_an_eager_write
         c for c, d in _doc_of(after.path).items() if d in ("nintendo", "honda")
     }
     honda_ids = {eid for r in links if r["entity_id"] for eid in [r["entity_id"]]}
-    assert GraphData.load(base.path / "graph")[0].entities and honda_ids
+    assert load_graph(base.path / "graph")[0].entities and honda_ids
     assert delta.is_file()
     # Only the added chunks' mentions are written, as the write's own segment.
     assert sorted(p.name for p in after.path.glob("mentions*.arrow")) == [
@@ -171,8 +172,8 @@ def test_a_deferred_write_keeps_the_graph_and_a_merge_builds_what_an_eager_write
     ]
     full_dir = tmp_path / "full"
     IndexBuilder(full_dir, MINILM, embedder=embedder).build(jsonl_corpus(tmp_path / "final", final))
-    merged_graph, _ = GraphData.load(now.path / "graph")
-    full_graph, _ = GraphData.load(versions.current_version(full_dir).path / "graph")
+    merged_graph, _ = load_graph(now.path / "graph")
+    full_graph, _ = load_graph(versions.current_version(full_dir).path / "graph")
 
     def shape(g: GraphData) -> tuple[object, ...]:
         return (
@@ -315,8 +316,8 @@ def test_a_random_sequence_of_deferred_writes_merges_to_what_eager_writes_give(
     full_dir = tmp_path / "full"
     rows = [{"_id": d.doc_id, "title": d.title, "text": d.text, "fileId": "api"} for d in held.values()]
     IndexBuilder(full_dir, config).build(jsonl_corpus(tmp_path / "final", rows))
-    ours, _ = GraphData.load(merged.path / "graph")
-    theirs, _ = GraphData.load(versions.current_version(full_dir).path / "graph")
+    ours, _ = load_graph(merged.path / "graph")
+    theirs, _ = load_graph(versions.current_version(full_dir).path / "graph")
     assert sorted((e.id, e.type, sorted(e.chunk_ids)) for e in ours.entities) == sorted(
         (e.id, e.type, sorted(e.chunk_ids)) for e in theirs.entities
     )
