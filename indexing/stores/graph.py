@@ -169,7 +169,6 @@ class GraphData:
     def load(cls, folder: Path) -> tuple[GraphData, np.ndarray | None]:
         """The graph of a version written before graph arrays format 7 (its JSON record), and its reports'
         vectors; `graph_arrays.load_graph` reads any version's."""
-        vectors = cls.load_community_vectors(folder)
         data = cls.read_record(folder)
         articles = set(data.get("articles", ()))
         concepts = set(data.get("concepts", ()))
@@ -179,7 +178,7 @@ class GraphData:
             [Community(**c) for c in data["communities"]],
             [Synonym(**s) for s in data.get("synonyms", [])],
         )
-        return graph, None if vectors is None else np.asarray(vectors)
+        return graph, cls.load_community_vectors(folder)
 
     @staticmethod
     def load_community_vectors(folder: Path) -> np.ndarray | None:

@@ -132,8 +132,7 @@ def load_graph(folder: Path) -> tuple[GraphData, np.ndarray | None]:
     """A version's graph (`folder`: its graph/) and its reports' vectors: from the arrays from format 7,
     else from the JSON record older versions held."""
     if (GraphArrays.format_of(folder / FOLDER) or 0) >= 7:
-        vectors = GraphData.load_community_vectors(folder)
-        return GraphArrays.graph(folder / FOLDER), None if vectors is None else np.asarray(vectors)
+        return GraphArrays.graph(folder / FOLDER), GraphData.load_community_vectors(folder)
     return GraphData.load(folder)
 
 
