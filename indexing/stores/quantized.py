@@ -3,7 +3,10 @@
 `VectorIndexWriter.finish` derives them from the LanceDB table (the source of truth, which updates edit), in
 the table's row order, beside it in the version's `vectors/` folder:
 
-    serving-vectors.npy    rows x dim float32, unit length; only the rescored rows are read (`RowFile`)
+    serving-vectors.npy    rows x dim float32, unit length; only the rescored rows are read (`RowFile`) —
+                           or, where the table's layout allows (`lance_rows`), no second copy at all:
+    serving-pages.json     where each row's float32 vector lies in the table's own data files, and
+    serving-norms.npy      its norm (`lance_rows.LanceRows` reads the rows there, as unit vectors)
     serving-codes.faiss    8-bit uniform scalar-quantized codes, inner product: dim bytes a row, resident; a flat
                            faiss IndexScalarQuantizer below `IVF_MIN_ROWS` rows, from there an inverted file
                            (IndexIVFScalarQuantizer: the codes in `ivf_lists(rows)` k-means lists, + 8 bytes a
@@ -33,6 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from hybridrag.indexing.stores import lance_rows
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.memory_maps import Mappings
@@ -124,7 +128,18 @@ def _new_codes(matrix: np.ndarray, rows: int, dim: int, kind: str) -> Any:
 
 
 def present(folder: Path) -> bool:
-    return all((folder / name).is_file() for name in FILES)
+    """Whether the base's serving files are complete: codes, columns, keys and the float32 rows (a file
+    of them, or their place in the table's data files)."""
+    have = all((folder / name).is_file() for name in FILES if name != VECTORS)
+    return have and ((folder / VECTORS).is_file() or lance_rows.present(folder))
+
+
+def open_rows(folder: Path, dim: int, segment: str | None = None) -> RowFile | lance_rows.LanceRows:
+    """A part's float32 rows: the base's from the table's data files when its serving files say where,
+    else (and for a segment) from its `.npy`."""
+    if segment is None and lance_rows.present(folder):
+        return lance_rows.LanceRows(folder, dim)
+    return RowFile(folder / file_name(VECTORS, segment))
 
 
 def file_name(name: str, segment: str | None) -> str:
@@ -149,6 +164,10 @@ def write_serving_files(
     import faiss
 
     data: pa.Table = table.to_arrow() if hasattr(table, "to_arrow") else table
+    # The base's rows stay in the table's data files when their layout is plain (then no second copy).
+    pages = (
+        lance_rows.table_pages(folder, table, dim) if segment is None and hasattr(table, "to_lance") else None
+    )
     n = data.num_rows
     kind = FLAT_KIND if segment is not None else serving_kind(n, ivf_min_rows)
     names = {name: file_name(name, segment) for name in FILES}
@@ -156,11 +175,15 @@ def write_serving_files(
     flat = vectors.values.to_numpy(zero_copy_only=False)
     tmp_vectors = folder / (names[VECTORS] + ".tmp")
     matrix = np.lib.format.open_memmap(tmp_vectors, mode="w+", dtype=np.float32, shape=(n, dim))
+    row_norms = np.empty(n, dtype=np.float32)
     for lo in range(0, n, BLOCK):
         block = np.asarray(flat[lo * dim : min(n, lo + BLOCK) * dim], dtype=np.float32).reshape(-1, dim)
         norms = np.linalg.norm(block, axis=1, keepdims=True)
+        row_norms[lo : lo + len(block)] = norms[:, 0]
         matrix[lo : lo + len(block)] = block / np.where(norms > 0, norms, 1.0)
     matrix.flush()
+    if pages is not None and not _same_rows(folder, dim, pages, row_norms, matrix):
+        pages = None
     if n:
         trained = _trained_codes(folder, n, dim, kind) if segment is None else None
         index = trained or _new_codes(matrix, n, dim, kind)
@@ -182,8 +205,35 @@ def write_serving_files(
     os.replace(tmp_columns, folder / names[COLUMNS])
     os.replace(tmp_codes, folder / names[CODES])
     # The vectors last: a folder with every file present is complete.
-    os.replace(tmp_vectors, folder / names[VECTORS])
+    if pages is not None:
+        tmp_pages, tmp_norms = lance_rows.write(folder, pages, row_norms, dim)
+        (folder / VECTORS).unlink(missing_ok=True)
+        tmp_vectors.unlink()
+        os.replace(tmp_pages, folder / lance_rows.PAGES)
+        os.replace(tmp_norms, folder / lance_rows.NORMS)
+    else:
+        if segment is None:
+            lance_rows.remove(folder)
+        os.replace(tmp_vectors, folder / names[VECTORS])
     return kind
+
+
+def _same_rows(
+    folder: Path, dim: int, pages: list[lance_rows.Page], norms: np.ndarray, matrix: np.ndarray
+) -> bool:
+    """Whether the rows `pages` locate, divided by `norms`, are exactly `matrix` (the unit rows of the
+    table's own values): the layout read from Lance's metadata checked, not assumed."""
+    try:
+        rows = lance_rows.LanceRows(folder, dim, pages, norms)
+    except (OSError, ValueError):
+        return False
+    if rows.shape[0] != len(matrix):
+        return False
+    for lo in range(0, len(matrix), BLOCK):
+        part = np.arange(lo, min(len(matrix), lo + BLOCK))
+        if not np.array_equal(rows.take(part), matrix[lo : lo + len(part)]):
+            return False
+    return True
 
 
 class RowFile:
@@ -212,15 +262,14 @@ class RowFile:
         at = np.asarray(rows, dtype=np.int64)
         if at.min() < 0 or at.max() >= self.shape[0]:
             raise IndexError("row out of range")
-        # Runs of consecutive rows: one read each.
+        # Runs of consecutive rows: one read each (offsets worked out in numpy, the loop on ints).
         breaks = np.flatnonzero(np.diff(at) != 1) + 1
-        for start, end in zip(np.r_[0, breaks], np.r_[breaks, len(at)], strict=True):
-            first, count = int(at[start]), int(end - start)
+        first = np.r_[0, breaks]
+        counts = (np.r_[breaks, len(at)] - first).tolist()
+        offsets = (self._offset + at[first] * size).tolist()
+        for start, count, offset in zip(first.tolist(), counts, offsets, strict=True):
             want = count * size
-            got = os.preadv(
-                fd, [view[int(start) * size : int(start) * size + want]], self._offset + first * size
-            )
-            if got != want:
+            if os.preadv(fd, [view[start * size : start * size + want]], offset) != want:
                 raise OSError(f"short read from {self._file.name}")
         return out
 
@@ -230,7 +279,7 @@ class RowFile:
 
 @dataclass(slots=True)
 class QuantizedVectors:
-    matrix: RowFile  # rows x dim float32, on disk
+    matrix: RowFile | lance_rows.LanceRows  # rows x dim float32 unit vectors, on disk
     codes: Any  # faiss.IndexScalarQuantizer
     columns: pa.Table  # FILTER_COLUMNS, memory-mapped
     keys: KeyIndex
@@ -244,7 +293,7 @@ class QuantizedVectors:
         import faiss
 
         maps = maps or Mappings()
-        matrix = RowFile(folder / file_name(VECTORS, segment))
+        matrix = open_rows(folder, dim, segment)
         codes = faiss.read_index(str(folder / file_name(CODES, segment)))
         columns = maps.arrow(folder / file_name(COLUMNS, segment))
         keys = KeyIndex.load(folder / file_name(KEYS, segment), maps)

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.feather as feather
 
+from hybridrag.indexing.stores import lance_rows
 from hybridrag.indexing.stores.keys import KeyIndex, write_npy
 from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.memory_maps import Mappings
@@ -38,6 +39,7 @@ from hybridrag.indexing.stores.quantized import (
     QuantizedVectors,
     RowFile,
     file_name,
+    open_rows,
     present,
     serving_kind,
     write_serving_files,
@@ -163,7 +165,7 @@ def update(
     names = segment_names(folder)
     # Their lookups, columns and float rows only: the base's codes (hundreds of MB at a million rows)
     # are neither read nor written.
-    parts = [_Rows.open(folder, None), *(_Rows.open(folder, n) for n in names)]
+    parts = [_Rows.open(folder, dim, None), *(_Rows.open(folder, dim, n) for n in names)]
     sizes = [p.rows for p in parts]
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     dead = set(_dead_rows(folder).tolist())
@@ -203,8 +205,12 @@ def rewrite(folder: Path, table: Any, dim: int) -> str:
 
 def compact(folder: Path, table: Any, dim: int) -> bool:
     """The serving files of `folder` (a merge's private copy) written anew when writes left segments or
-    tombstones; returns whether they had."""
-    if not segment_names(folder) and not (folder / DELETED).is_file():
+    tombstones, or when the table's compaction moved the rows the base reads in place; returns whether
+    they were."""
+    moved = lance_rows.present(folder) and lance_rows.read_pages(folder) != lance_rows.table_pages(
+        folder, table, dim
+    )
+    if not segment_names(folder) and not (folder / DELETED).is_file() and not moved:
         return False
     rewrite(folder, table, dim)
     return True
@@ -215,8 +221,11 @@ def adopt_compacted(source: Path, target: Path) -> None:
     of the version `target` was cloned from)."""
     _drop_segments(target, segment_names(target))
     (target / DELETED).unlink(missing_ok=True)
-    for name in FILES:
-        os.replace(source / name, target / name)
+    (target / VECTORS).unlink(missing_ok=True)
+    lance_rows.remove(target)
+    for name in (*FILES, lance_rows.PAGES, lance_rows.NORMS):
+        if (source / name).is_file():
+            os.replace(source / name, target / name)
 
 
 def _write_dead(folder: Path, dead: set[int]) -> None:
@@ -236,15 +245,15 @@ def _serving_table(table: pa.Table | None) -> pa.Table:
 class _Rows:
     """A part's rows without its codes: what a write needs to find and copy rows."""
 
-    matrix: RowFile
+    matrix: RowFile | lance_rows.LanceRows
     columns: pa.Table
     keys: KeyIndex
 
     @classmethod
-    def open(cls, folder: Path, segment: str | None) -> _Rows:
+    def open(cls, folder: Path, dim: int, segment: str | None) -> _Rows:
         columns = feather.read_table(folder / file_name(COLUMNS, segment), memory_map=True)
         keys = KeyIndex.load(folder / file_name(KEYS, segment))
-        return cls(RowFile(folder / file_name(VECTORS, segment)), columns, keys)
+        return cls(open_rows(folder, dim, segment), columns, keys)
 
     @property
     def rows(self) -> int:

@@ -288,14 +288,15 @@ def bench_vector_scale(
     from hybridrag.benchmarks.vector_scale import run_vector_scale, to_markdown
     from hybridrag.indexing.builds.build import BuildConfig
     from hybridrag.indexing.models.embedders import load_embedder
-    from hybridrag.indexing.stores.quantized import IVF_MIN_ROWS, VECTORS
+    from hybridrag.indexing.stores.quantized import IVF_MIN_ROWS, open_rows
     from hybridrag.indexing.stores.versions import current_version
 
     sizes = _sizes(rows, "--rows")
     data = load_beir(dataset, split)
     queries = [data.queries[q][:1000] for q in sorted(data.queries)][:max_queries]
     base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
-    base_vectors = np.load(current_version(base).path / "vectors" / VECTORS)
+    version = current_version(base)
+    base_vectors = open_rows(version.path / "vectors", int(version.manifest["embedding"]["dim"])).all()
     query_vectors = np.asarray(load_embedder(embedding_model).embed_queries(queries), dtype=np.float32)
     report = run_vector_scale(base_vectors, sizes, query_vectors, IVF_MIN_ROWS, workdir)
     target = out or RESULTS / f"vector-scale-{data.name}-{embedding_model}.json"

@@ -233,7 +233,7 @@ def test_build_device_cpu_and_auto_embed_alike_and_cuda_without_one_is_refused(t
     import numpy as np
 
     from hybridrag.indexing.models.embedders import cuda_available
-    from hybridrag.indexing.stores.quantized import VECTORS
+    from hybridrag.indexing.stores.quantized import open_rows
     from hybridrag.indexing.stores.versions import current_version
 
     if cuda_available():
@@ -246,7 +246,7 @@ def test_build_device_cpu_and_auto_embed_alike_and_cuda_without_one_is_refused(t
         assert r.exit_code == 0, r.output
         version = current_version(out)
         assert version.manifest["embedding"]["device"] == "cpu"
-        vectors[device] = np.load(version.path / "vectors" / VECTORS)
+        vectors[device] = open_rows(version.path / "vectors", version.manifest["embedding"]["dim"]).all()
     np.testing.assert_allclose(vectors["cpu"], vectors["auto"], atol=1e-6)
     r = runner.invoke(
         app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(tmp_path / "c"), "--device", "cuda"]
