@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -198,10 +199,15 @@ class VersionWrite:
         self.loaded = True
         assert self.base is not None
         gone = self.remove_ids
-        old_docs = read_version_table(self.base.path, DOCUMENTS).to_pylist()
-        self.docs = [document_from_row(r) for r in old_docs if r["doc_id"] not in gone] + self.new_docs
         old_chunks = read_version_table(self.base.path, CHUNKS).to_pylist()
         self.chunks = [chunk_from_row(r) for r in old_chunks if r["doc_id"] not in gone] + self.new_chunks
+        parts: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        for c in self.chunks:
+            parts[c.doc_id].append((c.start, c.text))
+        old_docs = read_version_table(self.base.path, DOCUMENTS).to_pylist()
+        self.docs = [
+            document_from_row(r, parts.__getitem__) for r in old_docs if r["doc_id"] not in gone
+        ] + self.new_docs
         self.titles = {d.doc_id: d.title for d in self.docs}
         self.dates = {d.doc_id: parse_date(d.date) for d in self.docs}
 
@@ -458,7 +464,9 @@ class VersionWrite:
                 self._whole_tables()
             else:
                 gone = sorted(d.doc_id for d in self.removed)  # held by the base: no scan when none
-                new_docs = pa.Table.from_pylist([document_row(d) for d in self.new_docs], DOCUMENT_SCHEMA)
+                by_doc = _by_document(self.new_chunks)
+                rows = [document_row(d, by_doc.get(d.doc_id, [])) for d in self.new_docs]
+                new_docs = pa.Table.from_pylist(rows, DOCUMENT_SCHEMA)
                 segments.update_table(staging, DOCUMENTS, new_docs, self.version, "doc_id", gone)
                 rows = [chunk_row(c, dates[c.doc_id]) for c in self.new_chunks]
                 new_chunks = pa.Table.from_pylist(rows, CHUNK_SCHEMA)
@@ -475,7 +483,9 @@ class VersionWrite:
             for path in table_segments(staging, name):
                 path.unlink()
             deleted_path(staging, name).unlink(missing_ok=True)
-        write_table(staging / DOCUMENTS, [document_row(d) for d in docs], DOCUMENT_SCHEMA, "uncompressed")
+        by_doc = _by_document(chunks)
+        rows = [document_row(d, by_doc.get(d.doc_id, [])) for d in docs]
+        write_table(staging / DOCUMENTS, rows, DOCUMENT_SCHEMA, "uncompressed")
         rows = [chunk_row(c, dates[c.doc_id]) for c in chunks]
         write_table(staging / CHUNKS, rows, CHUNK_SCHEMA, "uncompressed")
         write_keys(staging / DOCUMENTS, [d.doc_id for d in docs], "doc_id")
@@ -551,3 +561,11 @@ def _package_version() -> str:
         return importlib_metadata.version("hybridrag")
     except importlib_metadata.PackageNotFoundError:
         return "0+unknown"
+
+
+def _by_document(chunks: Sequence[Chunk]) -> dict[str, list[Chunk]]:
+    """Chunks by document id: what holds each document's text (`tables.document_row`)."""
+    out: dict[str, list[Chunk]] = defaultdict(list)
+    for c in chunks:
+        out[c.doc_id].append(c)
+    return out

@@ -21,6 +21,7 @@ from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.memory_maps import Mappings
 from hybridrag.indexing.stores.tables import (
+    CHUNKS,
     Chunk,
     chunk_from_row,
     dead_rows,
@@ -146,6 +147,11 @@ class Prefetched(Mapping[str, T], Generic[T]):
         self._held = held
         #: The table row of each id read ahead (the graph's chunk nodes follow the chunk table's rows).
         self.rows = rows or {}
+
+    @property
+    def held(self) -> dict[str, T]:
+        """The rows read ahead, by id."""
+        return self._held
 
     def __getitem__(self, key: str) -> T:
         held = self._held.get(key)
@@ -286,6 +292,18 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
         chunks = [chunk_from_row(r) for r in _rows(self.table, rows) if r["doc_id"] == doc_id]
         return sorted(chunks, key=lambda c: c.position)
 
+    def parts_of(self, doc_ids: Sequence[str]) -> dict[str, list[tuple[int, str]]]:
+        """Each document's chunks' (start, text), read in one `take`: what holds its text
+        (`tables.joined_text`)."""
+        wanted = set(doc_ids)
+        found = self._docs.rows_of_many(list(wanted))
+        rows = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+        out: dict[str, list[tuple[int, str]]] = {d: [] for d in wanted}
+        for r in _rows(self.table.select(["doc_id", "start", "text"]), rows):
+            if r["doc_id"] in wanted:  # a hash collision's other rows are not this document's
+                out[r["doc_id"]].append((int(r["start"]), str(r["text"])))
+        return out
+
     def count_of_doc(self, doc_id: str) -> int:
         rows = self._docs.rows_of(doc_id)
         docs = self.table.column("doc_id")
@@ -295,19 +313,35 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
 class DocumentTable(_MappedTable, Mapping[str, Document]):
     """documents.arrow: a `Mapping` from document id to `Document`, read from its row when asked for."""
 
-    def __init__(self, path: Path, maps: Mappings | None = None) -> None:
+    def __init__(self, path: Path, maps: Mappings | None = None, chunks: ChunkTable | None = None) -> None:
+        """`chunks`: the version's chunk table, which holds the text of most documents (`tables.stored_text`);
+        opened beside this one when first needed if not given."""
         super().__init__(path, "doc_id", maps, segmented=True)
         self._sorted: np.ndarray | None = None
+        self._path, self._maps, self._chunks = path, maps, chunks
+
+    def _documents(self, rows: Sequence[dict]) -> list[Document]:
+        """Documents of rows; the texts their chunks hold read from the chunk table in one batch."""
+        held = [r["doc_id"] for r in rows if r["text"] is None and r.get("text_gaps") is not None]
+        if not held:
+            return [document_from_row(r) for r in rows]
+        if self._chunks is None:
+            self._chunks = ChunkTable(self._path.with_name(CHUNKS), self._maps)
+        parts = self._chunks.parts_of(held)
+        return [document_from_row(r, parts.__getitem__) for r in rows]
 
     def __getitem__(self, doc_id: str) -> Document:
         row = self.row(doc_id)
         if row is None:
             raise KeyError(doc_id)
-        return document_from_row(self.table.slice(row, 1).to_pylist()[0])
+        return self._documents(self.table.slice(row, 1).to_pylist())[0]
 
     def prefetch(self, doc_ids: Sequence[str]) -> Prefetched[Document]:
-        """This table with `doc_ids` read ahead in one batch."""
-        return self._read(doc_ids, document_from_row)
+        """This table with `doc_ids` read ahead in one batch (and the chunks holding their texts in another)."""
+        raw = self._read(doc_ids, dict)
+        keys = list(raw.held)
+        documents = self._documents([raw.held[k] for k in keys])
+        return Prefetched(self, dict(zip(keys, documents, strict=True)), raw.rows)
 
     def page(self, offset: int, limit: int) -> list[Document]:
         """Documents in id order, `limit` from `offset` (the order is sorted once, in Arrow, on first use)."""
@@ -315,4 +349,4 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
             order = pc.sort_indices(self._ids).to_numpy()
             self._sorted = order[~np.isin(order, self.dead)] if len(self.dead) else order
         rows = np.asarray(self._sorted[offset : offset + limit])
-        return [document_from_row(r) for r in _rows(self.table, rows)]
+        return self._documents(_rows(self.table, rows))

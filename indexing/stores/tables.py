@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +42,9 @@ DOCUMENT_SCHEMA = pa.schema(
         ("date", pa.string()),
         ("language", pa.string()),
         ("metadata", pa.string()),  # JSON
+        # Null text: the document's chunks hold it all but these characters, JSON [[offset, chars], ...]
+        # (`stored_text`); a text its chunks do not hold exactly is stored, with null here.
+        ("text_gaps", pa.string()),
     ]
 )
 
@@ -150,25 +154,91 @@ def live_row_count(version: Path, name: str) -> int:
     return total - len(dead_rows(version, name))
 
 
-def document_row(doc: Document) -> dict[str, Any]:
+def document_row(doc: Document, chunks: Sequence[Chunk] | None = None) -> dict[str, Any]:
+    """The document's row; given its `chunks`, its text is left to them where they hold it (`stored_text`)."""
+    gaps = stored_text(doc.text, chunks) if chunks is not None else None
     return {
         "doc_id": doc.doc_id,
         "file_id": doc.file_id,
         "title": doc.title,
-        "text": doc.text,
+        "text": doc.text if gaps is None else None,
         "url": doc.url,
         "date": doc.date,
         "language": doc.language,
         "metadata": json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True),
+        "text_gaps": gaps,
     }
 
 
-def document_from_row(row: dict[str, Any]) -> Document:
+def stored_text(text: str, chunks: Sequence[Chunk]) -> str | None:
+    """What a document's row keeps of `text` when its `chunks` hold the rest: the characters no chunk
+    covers (the spaces between chunks), as JSON [[offset, chars], ...]; None when the chunks do not hold
+    their parts of the text exactly (then the row keeps the text itself). The text is held once, in the
+    chunks table: the documents table held it a second time (0.65-0.77 KB a chunk)."""
+    if not text or not chunks:
+        return None
+    gaps: list[list[Any]] = []
+    at = 0
+    for start, end, part in sorted((c.start, c.end, c.text) for c in chunks):
+        if not 0 <= start <= end <= len(text) or text[start:end] != part:
+            return None
+        if start > at:
+            gaps.append([at, text[at:start]])
+        at = max(at, end)
+    if at < len(text):
+        gaps.append([at, text[at:]])
+    gaps.append([len(text), ""])  # where the text ends: a missing last chunk cannot go unnoticed
+    encoded = json.dumps(gaps, ensure_ascii=False)
+    if joined_text([(c.start, c.text) for c in chunks], encoded) != text:  # checked, not assumed
+        return None
+    return encoded
+
+
+def text_held_by_chunks(path: Path) -> bool:
+    """Whether a documents table file may leave texts to the chunks (its schema has `text_gaps`)."""
+    if not path.is_file():
+        return False
+    with pa.memory_map(str(path)) as source:
+        try:
+            return "text_gaps" in pa.ipc.open_file(source).schema.names
+        except pa.ArrowInvalid:  # not an Arrow IPC file (an early release's Feather v1): texts stored
+            return False
+
+
+def joined_text(parts: Sequence[tuple[int, str]], gaps: str) -> str:
+    """A document's text from its chunks' (start, text) and its row's `text_gaps` (`stored_text`, whose
+    last entry marks where the text ends). Raises ValueError when they do not make the whole text (a
+    chunk missing)."""
+    held = [(int(at), str(chars)) for at, chars in json.loads(gaps)]
+    out: list[str] = []
+    end = 0
+    for start, part in sorted([*parts, *held]):
+        if start > end:
+            raise ValueError("a document's chunks and gaps leave a hole in its text")
+        if start + len(part) > end:
+            out.append(part[end - start :])
+            end = start + len(part)
+    if not held or end != held[-1][0]:
+        raise ValueError("a document's chunks and gaps do not end where its text does")
+    return "".join(out)
+
+
+def document_from_row(
+    row: dict[str, Any], parts: Callable[[str], Sequence[tuple[int, str]]] | None = None
+) -> Document:
+    """The document of a row. A row whose text its chunks hold needs `parts`: a document id -> its chunks'
+    (start, text)."""
+    text = row["text"]
+    gaps = row.get("text_gaps")
+    if text is None and gaps is not None:
+        if parts is None:
+            raise ValueError(f"the text of document {row['doc_id']!r} is held by its chunks: read them too")
+        text = joined_text(parts(row["doc_id"]), gaps)
     return Document(
         doc_id=row["doc_id"],
         file_id=row["file_id"],
         title=row["title"] or "",
-        text=row["text"] or "",
+        text=text or "",
         url=row["url"],
         date=row["date"],
         language=row["language"] or "en",

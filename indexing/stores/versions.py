@@ -33,17 +33,26 @@ from hybridrag.indexing.stores import vector_segments
 from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
 from hybridrag.indexing.stores.manifest import Manifest
-from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, deleted_path, table_segments
+from hybridrag.indexing.stores.tables import (
+    CHUNKS,
+    DOCUMENTS,
+    deleted_path,
+    table_files,
+    table_segments,
+    text_held_by_chunks,
+)
 
 MANIFEST = "manifest.json"
 # Format 2: a version's tables and vector serving files may carry segments and tombstones beside their
 # base files (`stores.segments`, `stores.vector_segments`); a reader of format 1 would miss their rows.
 # Format 3: its tables may carry deleted rows (`tables.deleted_path`), which a reader of format 2 would
 # serve. Format 4: its graph is stored once, as graph arrays of format 7 with no JSON record beside them
-# (`graph_arrays.load_graph`), which a reader of format 3 would look for. A version says the lowest format
-# that reads it (one with none of these reads as 1 and stays readable by earlier releases).
-FORMAT_VERSION = 4
-READABLE_FORMATS = (1, 2, 3, 4)
+# (`graph_arrays.load_graph`), which a reader of format 3 would look for. Format 5: its documents table
+# leaves a document's text to its chunks (`tables.stored_text`: a null text and its `text_gaps`), which a
+# reader of format 4 would serve as empty. A version says the lowest format that reads it (one with none of
+# these reads as 1 and stays readable by earlier releases).
+FORMAT_VERSION = 5
+READABLE_FORMATS = (1, 2, 3, 4, 5)
 KEEP_VERSIONS = 2
 # Manifest key: files a build wrote straight to the index's object store ({path in the version: size, sha256}).
 WRITTEN_TO_STORE = "writtenToStore"
@@ -216,6 +225,8 @@ def current_target(index_dir: Path) -> str | None:
 
 def format_of(folder: Path) -> int:
     """The format a version's files need (see `FORMAT_VERSION`)."""
+    if any(text_held_by_chunks(path) for path in table_files(folder, DOCUMENTS)):
+        return 5
     if (GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0) >= 7:
         return 4
     if any(deleted_path(folder, name).is_file() for name in (CHUNKS, DOCUMENTS)):

@@ -97,8 +97,8 @@ def load_index(
     analyzer = Analyzer(manifest.sudachi_mode)
     maps = Mappings(release_mapped_every)
     try:
-        documents = DocumentTable(version.path / DOCUMENTS, maps)
         chunks = ChunkTable(version.path / CHUNKS, maps)
+        documents = DocumentTable(version.path / DOCUMENTS, maps, chunks)
         keyword = KeywordIndex(
             version.path / "keyword", analyzer, manifest.bigram_weight, manifest.japanese_tokens
         )

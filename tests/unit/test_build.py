@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -10,16 +11,24 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import jsonl_corpus
 
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 from hybridrag.indexing.stores import versions
+from hybridrag.indexing.stores.mapped import DocumentTable
 from hybridrag.indexing.stores.tables import CHUNKS, DOCUMENTS, read_table, read_version_table
 from hybridrag.indexing.stores.vectors import VectorIndex
 
 MINILM = BuildConfig(embedding_model="minilm")
+
+
+def _documents(version: Path) -> dict[str, dict[str, Any]]:
+    """A version's documents as rows, each with its text (which the table may leave to the chunks)."""
+    table = DocumentTable(version / DOCUMENTS)
+    return {d: {**dataclasses.asdict(table[d]), "doc_id": d} for d in table}
 
 
 def write_corpus(folder: Path) -> Path:
@@ -89,7 +98,7 @@ def test_build_reads_every_format_and_reports_bad_input(tmp_path: Path, corpus: 
     assert "e.md: undecodable bytes" in skipped
     assert "bad.pdf: damaged or truncated PDF" in skipped
     assert len(summary.skipped) == 6
-    docs = {r["doc_id"]: r for r in read_version_table(Path(summary.path), DOCUMENTS).to_pylist()}
+    docs = _documents(Path(summary.path))
     assert docs["j1"]["url"] == "https://example.org/sony"
     assert docs["j3"]["date"] == "1937-08-28" and docs["j3"]["file_id"] == "toyota"
     by_file = {r["file_id"]: r for r in docs.values()}
@@ -125,7 +134,7 @@ def test_add_and_delete_update_every_store(tmp_path: Path, corpus: Path, embedde
     summary = IndexBuilder(index_dir, MINILM, embedder=embedder).add(extra)
     v2 = versions.current_version(index_dir)
     assert v2.manifest["parent"] == v1.version and summary.documents == 6  # n1 new, j1 replaced
-    docs = {r["doc_id"]: r for r in read_version_table(v2.path, DOCUMENTS).to_pylist()}
+    docs = _documents(v2.path)
     assert "1958" in docs["j1"]["text"]
     chunk_docs = read_version_table(v2.path, CHUNKS).column("doc_id").to_pylist()
     assert chunk_docs.count("j1") == 1 and "n1" in chunk_docs

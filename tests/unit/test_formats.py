@@ -3,7 +3,8 @@
 The fixtures in tests/data/formats were written by the releases that introduced each format
 (`make_fixtures.py` there says how): a full build (format 1), a deferred add (2: table and vector
 segments) and a deferred delete (3: deleted table rows); from format 4 every version with a graph stores it as
-graph arrays alone (no JSON record), and its fixture is a deferred delete's.
+graph arrays alone (no JSON record), from format 5 its documents table leaves their texts to the chunks;
+the fixtures of both are a deferred delete's.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "formats"
+GLACIER = "A glacier is a river of ice; the Aletsch Glacier in Switzerland is the longest in the Alps."
 # fixture -> (format, documents held, ids that must not be found)
 EXPECTED = {
     "format-1-build": (1, 12, set()),
     "format-2-add": (2, 13, set()),
     "format-3-delete": (3, 12, {"doc-03"}),
     "format-4-delete": (4, 12, {"doc-03"}),
+    "format-5-delete": (5, 12, {"doc-03"}),
 }
 
 
@@ -56,6 +59,7 @@ def test_a_shipped_format_loads_serves_and_takes_writes(name: str, tmp_path: Pat
         listed = client.get("/v1/documents", params={"limit": 100}).json()
         ids = [d["id"] for d in listed["documents"]]
         assert len(ids) == count and not gone & set(ids)
+        assert client.get("/v1/documents/doc-02").json()["text"] == GLACIER
         assert _search(client, "Aletsch Glacier", "keyword")[0] == "doc-02"
         assert _search(client, "the longest river of ice in the Alps", "semantic")[0] == "doc-02"
         assert "doc-02" in _search(client, "Aletsch Glacier Switzerland", "graph")
@@ -72,10 +76,13 @@ def test_a_shipped_format_loads_serves_and_takes_writes(name: str, tmp_path: Pat
     IndexBuilder(index_dir, config, embedder=embedder).merge_graph()
     merged = versions.current_version(index_dir)
     assert merged.manifest["counts"]["documents"] == count
-    # Compacted by the merge (no segment or tombstone left); its new graph is stored as arrays alone (4).
-    assert merged.manifest["formatVersion"] == 4
+    # Compacted by the merge (no segment or tombstone left); its new graph is stored as arrays alone (4),
+    # its documents' texts by their chunks (5).
+    assert merged.manifest["formatVersion"] == versions.FORMAT_VERSION
     assert not (merged.path / "graph" / "graph.json.gz").exists()
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as client:
         assert _search(client, "Great Barrier Reef Queensland", "hybrid")[0] == "doc-new"
+        assert client.get("/v1/documents/doc-02").json()["text"] == GLACIER
+        assert client.get("/v1/documents/doc-new").json()["text"] == new.text
         assert "doc-05" not in _search(client, "Nile Delta river sea", "hybrid")
         assert "doc-new" in _search(client, "Great Barrier Reef Queensland", "graph")

@@ -186,3 +186,51 @@ def test_mappings_read_tables_and_arrays_and_release_their_pages(tmp_path: Path)
     assert all(never.searched() is None for _ in range(40)) and never.releases == 0
     with pytest.raises(ValueError):
         Mappings(release_every=-1)
+
+
+def _piece(doc_id: str, position: int, start: int, text: str) -> Chunk:
+    return Chunk(f"{doc_id}-{position}", doc_id, "f.md", position, start, start + len(text), text, "en")
+
+
+def test_a_documents_text_is_held_once_by_the_chunks_that_hold_it(tmp_path: Path) -> None:
+    import json
+
+    from hybridrag.indexing.stores.tables import document_from_row, joined_text, read_table, stored_text
+
+    text = "Granite is igneous.  Basalt is volcanic; it cools fast."
+    first, second = _piece("d", 0, 0, text[:19]), _piece("d", 1, 21, text[21:])
+    overlap = _piece("d", 2, 30, text[30:44])  # chunks may overlap
+    gaps = stored_text(text, [second, first])
+    assert gaps is not None and json.loads(gaps) == [[19, "  "], [len(text), ""]]
+    parts = [(c.start, c.text) for c in (second, overlap, first)]
+    assert joined_text(parts, gaps) == text
+    # A chunk that does not hold its part exactly, no chunk, no text: the row keeps the text.
+    assert stored_text(text, [first, _piece("d", 1, 21, text[21:].lower())]) is None
+    assert stored_text(text, []) is None and stored_text("", [first]) is None
+    # A missing chunk is an error, never a shorter text.
+    with pytest.raises(ValueError, match="hole"):
+        joined_text([(first.start, first.text)], gaps)
+    with pytest.raises(ValueError, match="hole"):
+        joined_text([(second.start, second.text)], gaps)
+    with pytest.raises(ValueError, match="do not end where"):  # another text's chunk
+        joined_text([*parts, (50, "a longer tail")], gaps)
+    # Through the tables: the row of "d" leaves its text to its chunks, that of "e" (cleaned chunks) keeps it.
+    d = Document("d", "f.md", "Rocks", text)
+    e = Document("e", "f.md", "E", "Text  its chunks  clean up.")
+    cleaned = _piece("e", 0, 0, "Text its chunks clean up.")
+    doc_path, chunk_path = tmp_path / "documents.arrow", tmp_path / "chunks.arrow"
+    rows = [document_row(d, [first, second]), document_row(e, [cleaned])]
+    write_table(doc_path, rows, DOCUMENT_SCHEMA, "uncompressed")
+    chunks = [first, second, cleaned]
+    write_table(chunk_path, [chunk_row(c) for c in chunks], CHUNK_SCHEMA, "uncompressed")
+    write_keys(doc_path, ["d", "e"], "doc_id")
+    write_keys(chunk_path, [c.chunk_id for c in chunks], "chunk_id")
+    write_keys(chunk_path, [c.doc_id for c in chunks], "doc_id")
+    raw = read_table(doc_path).to_pylist()
+    assert raw[0]["text"] is None and raw[1]["text"] == e.text and raw[1]["text_gaps"] is None
+    with pytest.raises(ValueError, match="held by its chunks"):
+        document_from_row(raw[0])
+    for documents in (DocumentTable(doc_path), DocumentTable(doc_path, chunks=ChunkTable(chunk_path))):
+        assert documents["d"] == d and documents["e"] == e
+        assert documents.prefetch(["e", "d"])["d"].text == text
+        assert [doc.text for doc in documents.page(0, 10)] == [text, e.text]

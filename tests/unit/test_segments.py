@@ -251,7 +251,7 @@ def test_updates_write_segments_and_serve_what_a_full_build_serves(
     assert table_segments(version.path, CHUNKS) and vector_segments.segment_names(version.path / "vectors")
     assert deleted_path(version.path, CHUNKS).is_file() and deleted_path(version.path, DOCUMENTS).is_file()
     # A reader of format 2 would serve the deleted rows (3); one of format 3 would look for a graph record (4).
-    assert version.manifest["formatVersion"] == 4
+    assert version.manifest["formatVersion"] == versions.FORMAT_VERSION
     full_dir = tmp_path / "full"
     rows = [{"_id": d.doc_id, "title": d.title, "text": d.text, "fileId": "api"} for d in held.values()]
     IndexBuilder(full_dir, MINILM, embedder=embedder).build(jsonl_corpus(tmp_path / "final", rows))
@@ -289,7 +289,7 @@ def test_updates_write_segments_and_serve_what_a_full_build_serves(
     assert not vector_segments.segment_names(merged.path / "vectors")
     assert not (merged.path / "vectors" / vector_segments.DELETED).is_file()
     # Compacted: no segment or tombstone is left (1-3); its graph is its arrays alone (4).
-    assert merged.manifest["formatVersion"] == 4
+    assert merged.manifest["formatVersion"] == versions.FORMAT_VERSION
     assert read_version_table(merged.path, CHUNKS).equals(chunks_before)
     table = ChunkTable(merged.path / CHUNKS)
     assert [table.row(i) for i in chunks_before.column("chunk_id").to_pylist()] == list(range(len(table)))
@@ -307,15 +307,15 @@ def test_a_newer_format_is_refused_naming_both_formats(tmp_path: Path) -> None:
     rows = [{"_id": "a", "title": "A", "text": "Granite and basalt."}]
     IndexBuilder(index_dir, BuildConfig(embedding_model=None)).build(jsonl_corpus(tmp_path / "c", rows))
     version = versions.current_version(index_dir)
-    assert version.manifest["formatVersion"] == 4
+    assert version.manifest["formatVersion"] == versions.FORMAT_VERSION
     manifest = json.loads((version.path / versions.MANIFEST).read_text("utf-8"))
-    (version.path / versions.MANIFEST).write_text(json.dumps({**manifest, "formatVersion": 5}), "utf-8")
+    (version.path / versions.MANIFEST).write_text(json.dumps({**manifest, "formatVersion": 6}), "utf-8")
     with pytest.raises(
-        versions.IndexUnavailable, match=r"format 5, newer than this release reads \(formats 1, 2, 3, 4\)"
+        versions.IndexUnavailable, match=r"format 6, newer than this release reads \(formats 1, 2, 3, 4, 5\)"
     ):
         versions.current_version(index_dir)
     result = CliRunner().invoke(app, ["index", "info", str(index_dir)])
-    assert result.exit_code == 2 and "format 5, newer than" in result.output
+    assert result.exit_code == 2 and "format 6, newer than" in result.output
     assert "Traceback" not in result.output
 
 
@@ -447,7 +447,10 @@ def test_a_graph_whose_table_gained_and_lost_rows_beyond_it_serves_filtered_sear
     IndexBuilder(index_dir, MINILM, embedder=embedder).apply(late, [], defer_graph=True)
     IndexBuilder(index_dir, MINILM, embedder=embedder).apply([], ["late0", "late1"], defer_graph=True)
     version = versions.current_version(index_dir)
-    assert len(dead_rows(version.path, CHUNKS)) == 2 and version.manifest["formatVersion"] == 4
+    assert (
+        len(dead_rows(version.path, CHUNKS)) == 2
+        and version.manifest["formatVersion"] == versions.FORMAT_VERSION
+    )
     settings = Settings(index_dir=index_dir, embedding_model="minilm", reload_interval_s=0, _env_file=None)  # type: ignore[call-arg]
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as client:
         for filters in ({}, {"fileIds": ["f1"]}):
