@@ -32,7 +32,7 @@ from hybridrag.indexing.stores import segments, versions
 from hybridrag.indexing.stores.filters import parse_date
 from hybridrag.indexing.stores.graph import GRAPH_FORMAT, ChunkMentions, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
-from hybridrag.indexing.stores.graph_arrays import GraphArrays, load_graph
+from hybridrag.indexing.stores.graph_arrays import GraphArrays, entity_ids
 from hybridrag.indexing.stores.graph_delta import DELTA, read_delta, write_delta
 from hybridrag.indexing.stores.graph_order import ListOrder
 from hybridrag.indexing.stores.keyword import KeywordIndexWriter, KeywordRow
@@ -534,9 +534,9 @@ def entity_name_vectors(
     if base is not None and GraphData.present(base.path / "graph"):
         old_vectors = GraphData.load_entity_vectors(base.path / "graph")
         if old_vectors is not None:
-            old, _ = load_graph(base.path / "graph")
-            if len(old.entities) == len(old_vectors):
-                known = {e.id: old_vectors[i] for i, e in enumerate(old.entities)}
+            ids = entity_ids(base.path / "graph")
+            if len(ids) == len(old_vectors):
+                known = {entity_id: old_vectors[i] for i, entity_id in enumerate(ids)}
     missing = [e for e in entities if e.id not in known]
     if missing:
         fresh = embedder.embed_passages([e.name for e in missing])

@@ -9,8 +9,11 @@ of parsing a record into objects (at 12.5k chunks the parsed graph held ~30 KB a
                                       strings as dictionaries, `SHARED_STRINGS`)
     synonyms.arrow                    the synonym edges (source, target, similarity; format 7)
     *.keys.npy                        id -> row lookups (`keys.KeyIndex`): entity ids, relation ids, names
-    adjacency.*.npy, transition.*.npy the walk's CSR matrices (data, indices, indptr); transition rows are the
-                                      out-edges' probabilities, heaviest first (format 4 held them transposed)
+    transition.*.npy                  the walk's CSR matrix (data, indices, indptr): each row the out-edges'
+                                      probabilities, heaviest first (format 4 held it transposed). Every
+                                      edge is stored both ways, so a row's entries are all of the node's
+                                      neighbours (`GraphArrays.neighbours`); until format 7 an adjacency
+                                      matrix of the same structure was stored beside it, unread since
     pairs.npy, synonyms.npy           sorted entity-pair keys: the relation of an edge, synonym edges
     entity_relations.*.npy            each entity's relations, most frequent first (CSR)
     relation_pairs.npy                the pair key of each relation row
@@ -51,8 +54,9 @@ FOLDER = ARRAYS  # in a version's graph/
 # 3: chunk_relations and relation_pairs; 4: the entities' concept flag; 5: transition by row; 6: the graph's
 # own chunk order (a graph can serve a later version of the chunk table); 7: repeated strings dictionary-encoded
 # (`SHARED_STRINGS`) and row arrays int32 where they fit (SciFact: the graph, arrays and record, 8.2 -> 4.4 KB a chunk)
-FORMAT = 7
-READABLE = (4, 5, 6, 7)  # a format-4 transition (transposed) is turned around when mapped
+# 8: no adjacency matrix (the transition's structure is the same: 0.45-0.6 KB a chunk)
+FORMAT = 8
+READABLE = (4, 5, 6, 7, 8)  # a format-4 transition (transposed) is turned around when mapped
 CHUNK_ORDER = "chunks.arrow"
 
 ENTITY_SCHEMA = pa.schema(
@@ -136,6 +140,17 @@ def load_graph(folder: Path) -> tuple[GraphData, np.ndarray | None]:
     return GraphData.load(folder)
 
 
+def entity_ids(folder: Path) -> list[str]:
+    """The ids of a version's entities in the graph's order (`folder`: its graph/), without reading the
+    rest of the graph where its arrays hold it (from format 7)."""
+    if (GraphArrays.format_of(folder / FOLDER) or 0) >= 7:
+        import pyarrow.feather as feather
+
+        ids = feather.read_table(folder / FOLDER / "entities.arrow", columns=["id"], memory_map=True)
+        return [str(i) for i in ids.column("id").to_pylist()]
+    return [e.id for e in GraphData.load(folder)[0].entities]
+
+
 def name_forms(name: str, aliases: Sequence[str]) -> list[str]:
     """The spellings a query matches an entity by (normalised name and aliases)."""
     return sorted({normalize_name(name), *(normalize_name(a) for a in aliases)})
@@ -151,7 +166,6 @@ class GraphArrays:
     relation_keys: KeyIndex
     name_keys: KeyIndex
     name_entity: np.ndarray  # the entity row of each name form (rows of `name_keys`)
-    adjacency: sparse.csr_matrix  # every edge in both directions (reach and paths), weights summed
     transition: sparse.csr_matrix  # P = D^-1 A, each row's entries heaviest first
     pair_keys: np.ndarray  # sorted lower * entities + higher entity row, one per relation
     pair_rows: np.ndarray  # the relation row of each pair key
@@ -174,6 +188,12 @@ class GraphArrays:
     @property
     def entity_count(self) -> int:
         return self.entities.num_rows
+
+    @property
+    def neighbours(self) -> sparse.csr_matrix:
+        """Each node's neighbours as the rows of a CSR matrix (read `indices` and `indptr`, heaviest edge
+        first): the transition's structure, since every edge is stored both ways (`walk_matrices`)."""
+        return self.transition
 
     @classmethod
     def derive(cls, graph: GraphData, order: ChunkOrder) -> GraphArrays:
@@ -208,7 +228,7 @@ class GraphArrays:
             for form in name_forms(e.name, e.aliases):
                 forms.append(form)
                 name_entity.append(i)
-        adjacency, transition, keys, synonym_keys = walk_matrices(graph, index, order)
+        transition, keys, synonym_keys = walk_matrices(graph, index, order)
         pair_order = np.argsort(keys, kind="stable")
         indptr, relation_rows = _relations_by_entity(graph, index)
         chunk_indptr, chunk_relations = _relations_by_chunk(graph, order)
@@ -225,7 +245,6 @@ class GraphArrays:
             KeyIndex.build(r.id for r in graph.relations),
             KeyIndex.build(forms),
             _narrow(np.asarray(name_entity, dtype=np.int64), ne),
-            _compact(adjacency),
             _compact(transition),
             keys[pair_order],
             _narrow(pair_order, nr),
@@ -266,9 +285,8 @@ class GraphArrays:
             ("name", self.name_keys),
         ):
             keys.save(folder / f"{name}.keys.npy")
-        for name, matrix in (("adjacency", self.adjacency), ("transition", self.transition)):
-            for part in ("data", "indices", "indptr"):
-                np.save(folder / f"{name}.{part}.npy", getattr(matrix, part), allow_pickle=False)
+        for part in ("data", "indices", "indptr"):
+            np.save(folder / f"transition.{part}.npy", getattr(self.transition, part), allow_pickle=False)
         arrays = {
             "name_entity": self.name_entity,
             "pair_keys": self.pair_keys,
@@ -287,7 +305,7 @@ class GraphArrays:
         if self.chunk_ids is None:
             raise ValueError("saving a graph needs its chunk order")
         write_id_list(folder / CHUNK_ORDER, self.chunk_ids, "chunk_id")
-        meta = {"format": FORMAT, "chunks": self.chunk_count, "nodes": int(self.adjacency.shape[0])}
+        meta = {"format": FORMAT, "chunks": self.chunk_count, "nodes": int(self.transition.shape[0])}
         (folder / "meta.json").write_text(json.dumps(meta), "utf-8")
 
     @staticmethod
@@ -316,7 +334,9 @@ class GraphArrays:
             raise ValueError(f"the graph was built for {meta['chunks']} chunks, the table holds {len(ids)}")
         write_id_list(folder / CHUNK_ORDER, ids.to_pylist(), "chunk_id")
         tmp = meta_path.with_name("meta.json.tmp")
-        tmp.write_text(json.dumps({**meta, "format": FORMAT}), "utf-8")
+        # 6, not the newest format: the arrays gain a chunk order and nothing else (a format-7 reader
+        # would look for what they lack, the relations' PMI and evidence).
+        tmp.write_text(json.dumps({**meta, "format": 6}), "utf-8")
         tmp.replace(meta_path)
 
     @classmethod
@@ -350,7 +370,6 @@ class GraphArrays:
             KeyIndex.load(folder / "relation.keys.npy", maps),
             KeyIndex.load(folder / "name.keys.npy", maps),
             load("name_entity"),
-            matrix("adjacency"),
             matrix("transition") if meta["format"] >= 5 else _compact(heaviest_first(matrix("transition").T)),
             load("pair_keys"),
             load("pair_rows"),

@@ -215,8 +215,9 @@ class GraphIndex:
         return self.table_rows is not None
 
     @property
-    def adjacency(self) -> sparse.csr_matrix:
-        return self.arrays.adjacency
+    def neighbours(self) -> sparse.csr_matrix:
+        """Each node's neighbours, heaviest edge first (`GraphArrays.neighbours`: read indices and indptr)."""
+        return self.arrays.neighbours
 
     @property
     def transition(self) -> sparse.csr_matrix:
@@ -245,7 +246,7 @@ class GraphIndex:
 
     def entity_passes(self, entity: int, mask: np.ndarray) -> bool:
         """Whether a chunk that mentions the entity passes the chunk mask (its chunk neighbours)."""
-        a, ne = self.adjacency, self.arrays.entity_count
+        a, ne = self.neighbours, self.arrays.entity_count
         neighbours = np.asarray(a.indices[a.indptr[entity] : a.indptr[entity + 1]])
         chunks = neighbours[neighbours >= ne] - ne
         return bool(mask[chunks].any())
@@ -265,7 +266,7 @@ class GraphIndex:
         answered together: one Arrow call per column for all its passages, not one per passage. `rows`: the
         chunks' rows in `self.chunks` when the caller has read them already (checked ids), else looked up.
         """
-        arrays, a = self.arrays, self.adjacency
+        arrays, a = self.arrays, self.neighbours
         ne = arrays.entity_count
         if rows is None:
             rows = self.chunks.rows(list(chunk_ids)).tolist()
@@ -348,7 +349,7 @@ class GraphIndex:
         node = self.chunk_node(chunk_id)
         if node is None:
             return []
-        a = self.adjacency
+        a = self.neighbours
         neighbours = np.asarray(a.indices[a.indptr[node] : a.indptr[node + 1]])
         mentioned = neighbours[neighbours < self.arrays.entity_count]
         return [self.arrays.entity_id(int(i)) for i in mentioned[np.argsort(self.entity_rank[mentioned])]]
@@ -367,7 +368,7 @@ class GraphIndex:
 
     def edge_count(self, nodes: np.ndarray) -> int:
         """How many edges the given nodes have in all."""
-        return int(row_lengths(self.adjacency.indptr, nodes).sum())
+        return int(row_lengths(self.neighbours.indptr, nodes).sum())
 
 
 def name_forms_in(text: str, analyzer: Analyzer) -> list[str]:

@@ -28,10 +28,11 @@ CONCEPT_SPECIFICITY_POWER = 3.0
 
 def walk_matrices(
     graph: GraphData, index: dict[str, int], order: ChunkOrder
-) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray, np.ndarray]:
-    """The walk's matrices over entities then chunks (the adjacency, both directions summed, and the
-    transition matrix, each row heaviest edge first: `heaviest_first`), each relation's pair key (in relation
-    order) and the sorted pair keys of synonym edges."""
+) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
+    """The walk's transition matrix over entities then chunks (each row heaviest edge first:
+    `heaviest_first`), each relation's pair key (in relation order) and the sorted pair keys of synonym
+    edges. Every edge is added in both directions (a mention as passage -> entity and entity -> passage,
+    with their own weights), so a node's row holds all of its neighbours: the graph's structure."""
     ne = len(graph.entities)
     rows: list[int] = []
     cols: list[int] = []
@@ -62,12 +63,11 @@ def walk_matrices(
         ),
         shape=(n, n),
     )
-    adjacency = sparse.csr_matrix(directed + directed.T)
     out_weight = np.asarray(directed.sum(axis=1)).ravel()
     inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
     transition = heaviest_first(sparse.csr_matrix(sparse.diags(inv) @ directed))
     keys = np.asarray(pair_keys, dtype=np.int64)
-    return adjacency, transition, keys, np.sort(np.asarray(synonym_keys, dtype=np.int64))
+    return transition, keys, np.sort(np.asarray(synonym_keys, dtype=np.int64))
 
 
 def heaviest_first(matrix: sparse.csr_matrix) -> sparse.csr_matrix:

@@ -49,7 +49,8 @@ MANIFEST = "manifest.json"
 # serve. Format 4: its graph is stored once, as graph arrays of format 7 with no JSON record beside them
 # (`graph_arrays.load_graph`), which a reader of format 3 would look for. Format 5: its documents table
 # leaves a document's text to its chunks (`tables.stored_text`: a null text and its `text_gaps`), which a
-# reader of format 4 would serve as empty. A version says the lowest format that reads it (one with none of
+# reader of format 4 would serve as empty; its graph arrays (format 8) hold no adjacency matrix, which a
+# reader of format 4 would look for. A version says the lowest format that reads it (one with none of
 # these reads as 1 and stays readable by earlier releases).
 FORMAT_VERSION = 5
 READABLE_FORMATS = (1, 2, 3, 4, 5)
@@ -226,6 +227,8 @@ def current_target(index_dir: Path) -> str | None:
 def format_of(folder: Path) -> int:
     """The format a version's files need (see `FORMAT_VERSION`)."""
     if any(text_held_by_chunks(path) for path in table_files(folder, DOCUMENTS)):
+        return 5
+    if (GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0) >= 8:  # no adjacency files
         return 5
     if (GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0) >= 7:
         return 4

@@ -56,7 +56,7 @@ class GraphTrace:
 
     def _traverse(self, graph: GraphIndex, parent: dict[int, int]) -> Iterator[int]:
         """Records each node's parent as it is reached; yields each node whose neighbours it added."""
-        a, mass = graph.adjacency, self.mass
+        a, mass = graph.neighbours, self.mass
         frontier = np.array(sorted(self.seeds, key=lambda s: -mass[s]), dtype=np.int64)
         seen = np.zeros(len(mass), dtype=bool)
         seen[frontier] = True
@@ -64,7 +64,8 @@ class GraphTrace:
         for _ in range(PATH_HOPS):
             reached: list[np.ndarray] = []
             for node in frontier.tolist():
-                neighbours = a.indices[a.indptr[node] : a.indptr[node + 1]]
+                # In node order (rows are stored heaviest edge first): ties in mass go to the lower node.
+                neighbours = np.sort(a.indices[a.indptr[node] : a.indptr[node + 1]])
                 neighbours = neighbours[(mass[neighbours] > 0) & ~seen[neighbours]]
                 if not len(neighbours):
                     continue

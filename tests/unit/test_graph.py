@@ -532,6 +532,10 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
 
     graph, vectors = load()
     by_name = {e.name: e for e in graph.entities}
+    # The ids an update reuses name vectors by, read without the rest of the graph, in the graph's order.
+    from hybridrag.indexing.stores.graph_arrays import entity_ids
+
+    assert entity_ids(versions.current_version(index_dir).path / "graph") == [e.id for e in graph.entities]
     # The passage whose title names an entity is recorded as being about it.
     from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
@@ -755,12 +759,19 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
         return isinstance(base.obj if isinstance(base, memoryview) else base, mmap.mmap)
 
     assert mapped_from_disk(mapped.arrays.name_entity) and not mapped_from_disk(derived.arrays.name_entity)
-    for a, b in ((mapped.adjacency, derived.adjacency), (mapped.transition, derived.transition)):
-        assert (a != b).nnz == 0 and a.shape == b.shape
+    assert (mapped.transition != derived.transition).nnz == 0
+    assert mapped.transition.shape == derived.transition.shape
     for part in ("indptr", "indices", "data"):  # the rows in the same (heaviest-first) order too
         assert np.array_equal(getattr(mapped.transition, part), getattr(derived.transition, part))
-    # A format-4 version stored the transition transposed: it is turned around when mapped.
+    # Every edge is stored both ways: the transition's structure is each node's whole neighbourhood, and
+    # no adjacency matrix is stored beside it (graph arrays format 8).
     from scipy import sparse
+
+    t = derived.transition
+    pattern = sparse.csr_matrix((np.ones(t.nnz), np.array(t.indices), np.array(t.indptr)), shape=t.shape)
+    assert (pattern != pattern.T).nnz == 0
+    assert not list((version / "graph" / FOLDER).glob("adjacency.*"))
+    # A format-4 version stored the transition transposed: it is turned around when mapped.
 
     four = tmp_path / "four"
     shutil.copytree(version / "graph", four)
@@ -893,7 +904,7 @@ def test_the_local_push_walk_is_pagerank_within_its_tolerance(
         row = t.data[t.indptr[u] : t.indptr[u + 1]]
         assert list(row) == sorted(row, reverse=True)
         assert len(row) == 0 or abs(row.sum(dtype=np.float64) - 1.0) < 1e-6  # float32 on disk
-    degree = np.diff(g.adjacency.indptr)
+    degree = np.diff(g.neighbours.indptr)
     hubs = [int(n) for n in np.argsort(-degree, kind="stable")[:6]]
     assert degree[hubs[3]] > 8
     monkeypatch.setattr(gw, "FANOUT", 5)  # the sample is small: make its busiest nodes hubs
@@ -938,7 +949,7 @@ def test_walk_paths_match_node_by_node_references(
     monkeypatch.setattr(gt, "PATH_VISITS", visits)
     version = versions.current_version(sample_index).path
     g = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
-    a = g.adjacency
+    a = g.neighbours
     degree = np.diff(a.indptr)
     candidates = [int(n) for n in np.argsort(-degree, kind="stable")[:12]] + [len(g.entities) + 1]
     walked = 0
