@@ -119,6 +119,12 @@ def read_pages(folder: Path) -> list[Page]:
     return [Page(str(name), int(offset), int(rows)) for name, offset, rows in record["pages"]]
 
 
+def pages_readable(folder: Path) -> bool:
+    """Whether every data file the pages name is still in `folder` (a table operation in a write's copy,
+    such as Lance's own cleanup of files its newest manifest no longer names, may have unlinked one)."""
+    return all((folder / name).is_file() for name in {page.file for page in read_pages(folder)})
+
+
 def present(folder: Path) -> bool:
     return (folder / PAGES).is_file() and (folder / NORMS).is_file()
 

@@ -160,7 +160,7 @@ def update(
     that appended the rows `added` (chunk_id, the filter columns, vector) and deleted the passages whose
     chunk ids are `removed`; returns the codes' kind. Written as a segment and tombstones when within the
     bounds of the module's docstring, else anew."""
-    if not present(folder):
+    if not present(folder) or (lance_rows.present(folder) and not lance_rows.pages_readable(folder)):
         return rewrite(folder, table, dim)
     names = segment_names(folder)
     # Their lookups, columns and float rows only: the base's codes (hundreds of MB at a million rows)

@@ -148,3 +148,24 @@ def test_writes_keep_the_base_in_place_and_a_merge_maps_the_compacted_table(tmp_
     assert vec.VectorIndex(v1, DIM).search(data[5], 1)[0][0].chunk_id == "c5"
     # Nothing to fold and the table as the pages say: the merge leaves the serving files alone.
     assert not vector_segments.compact(v2, vec.vector_table(v2), DIM)
+
+
+def test_a_write_whose_table_lost_a_page_file_writes_the_serving_files_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Were a table operation in a write's copy to unlink a data file the base's pages name (Lance's own
+    # cleanup of files its newest manifest no longer names), the write rewrites the serving files from the
+    # table instead of publishing pages it cannot read.
+    monkeypatch.setattr(vector_segments, "DEAD_SHARE", 0.5)  # a third dead would be tombstoned
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    data = _write(v1)
+    shutil.copytree(v1, v2, copy_function=os.link)
+    writer = vec.VectorIndexWriter(v2, DIM, create=False)
+    writer.delete_documents([f"d{i}" for i in range(300)], [f"c{i}" for i in range(300)])  # the first batch
+    (v2 / lance_rows.read_pages(v2)[0].file).unlink()
+    writer.finish(segment="20261128T000000000000-abcdef")
+    assert not (v2 / vector_segments.DELETED).exists()  # written anew, not tombstoned
+    assert not lance_rows.present(v2) or lance_rows.pages_readable(v2)
+    hits, total = vec.VectorIndex(v2, DIM).search(data[400], 1)
+    assert total == 600 and hits[0].chunk_id == "c400"
+    assert vec.VectorIndex(v1, DIM).search(data[0], 1)[0][0].chunk_id == "c0"  # the served version is whole
