@@ -201,13 +201,13 @@ class VersionWrite:
         gone = self.remove_ids
         old_chunks = read_version_table(self.base.path, CHUNKS).to_pylist()
         self.chunks = [chunk_from_row(r) for r in old_chunks if r["doc_id"] not in gone] + self.new_chunks
-        parts: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        for c in self.chunks:
-            parts[c.doc_id].append((c.start, c.text))
+        by_doc = _by_document(self.chunks)
+
+        def parts(doc_id: str) -> list[tuple[int, str]]:
+            return [(c.start, c.text) for c in by_doc.get(doc_id, [])]
+
         old_docs = read_version_table(self.base.path, DOCUMENTS).to_pylist()
-        self.docs = [
-            document_from_row(r, parts.__getitem__) for r in old_docs if r["doc_id"] not in gone
-        ] + self.new_docs
+        self.docs = [document_from_row(r, parts) for r in old_docs if r["doc_id"] not in gone] + self.new_docs
         self.titles = {d.doc_id: d.title for d in self.docs}
         self.dates = {d.doc_id: parse_date(d.date) for d in self.docs}
 

@@ -226,11 +226,10 @@ def current_target(index_dir: Path) -> str | None:
 
 def format_of(folder: Path) -> int:
     """The format a version's files need (see `FORMAT_VERSION`)."""
-    if any(text_held_by_chunks(path) for path in table_files(folder, DOCUMENTS)):
-        return 5
-    if (GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0) >= 8:  # no adjacency files
-        return 5
-    if (GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0) >= 7:
+    arrays = GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0
+    if arrays >= 8 or any(text_held_by_chunks(path) for path in table_files(folder, DOCUMENTS)):
+        return 5  # graph arrays without adjacency files, or texts left to the chunks
+    if arrays >= 7:
         return 4
     if any(deleted_path(folder, name).is_file() for name in (CHUNKS, DOCUMENTS)):
         return 3

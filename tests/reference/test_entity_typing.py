@@ -200,6 +200,14 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
     upgraded = versions.current_version(old_dir)
     assert upgraded.manifest["graph"]["extraction"] == TYPED.version
     assert _filter_columns(old_dir) == _filter_columns(fresh_dir)
+    # The tables were written anew from the stored ones: each document's text (left to its chunks) whole.
+    from hybridrag.indexing.stores.mapped import DocumentTable
+
+    texts = [
+        DocumentTable(versions.current_version(d).path / "documents.arrow") for d in (old_dir, fresh_dir)
+    ]
+    assert {i: texts[0][i].text for i in texts[0]} == {i: texts[1][i].text for i in texts[1]}
+    assert any("Marie Curie" in texts[0][i].text for i in texts[0])
     new_vectors = vectors(old_dir)
     fresh_types = _filter_columns(fresh_dir)
     assert {k: v[1] for k, v in new_vectors.items()} == {k: sorted(v) for k, v in fresh_types.items()}
