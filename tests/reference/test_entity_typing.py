@@ -436,3 +436,72 @@ def test_text_with_letter_case_never_loads_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "False"
+
+
+_CASELESS = [
+    "sakichi toyoda founded toyoda automatic loom works in kariya in 1926 .",
+    "THE EUROPEAN CENTRAL BANK RAISED RATES, SAID CHRISTINE LAGARDE IN FRANKFURT.",
+    "ada lovelace met charles babbage in london; " * 40,  # longer than one window of word pieces
+    "",
+]
+
+
+@pytest.mark.slow
+def test_the_onnx_export_tags_as_torch_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tagger's ONNX export (what torch-free builds and services run) finds and types the same names as
+    the tagger on torch, window by window; an export of other weights is not taken for it."""
+    from hybridrag.indexing.analysis import name_tagger
+
+    info = name_tagger.export_onnx(tmp_path / "onnx" / "name-tagger")
+    assert info["digest"] == json.loads((name_tagger.FOLDER / "model.json").read_text())["digest"]
+    assert info["maxProbabilityDiffVsTorch"] <= name_tagger.MAX_EXPORT_DIFF
+    exported = name_tagger.NameTagger(onnx=tmp_path / "onnx" / "name-tagger")
+    torch_tags, onnx_tags = name_tagger.NameTagger().tag(_CASELESS), exported.tag(_CASELESS)
+    assert [len(t) for t in onnx_tags[:2]] != [0, 0] and len(onnx_tags[2]) > 40 and onnx_tags[3] == []
+    for ours, theirs in zip(onnx_tags, torch_tags, strict=True):
+        assert [(t.start, t.end, t.type) for t in ours] == [(t.start, t.end, t.type) for t in theirs]
+        assert all(abs(a.confidence - b.confidence) < 1e-4 for a, b in zip(ours, theirs, strict=True))
+    # Where the export is, the packaged tagger runs it; an export of other weights is ignored.
+    monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path))
+    name_tagger.packaged_tagger.cache_clear()
+    try:
+        packaged = name_tagger.packaged_tagger()
+        assert packaged is not None and packaged.runtime == "onnx"
+        info_file = tmp_path / "onnx" / "name-tagger" / "export.json"
+        info_file.write_text(json.dumps({**info, "digest": "0" * 12}), "utf-8")
+        name_tagger.packaged_tagger.cache_clear()
+        packaged = name_tagger.packaged_tagger()
+        assert packaged is not None and packaged.runtime == "torch"
+    finally:
+        name_tagger.packaged_tagger.cache_clear()
+
+
+def test_a_tagger_fitted_with_misc_names_types_them_other(tmp_path: Path) -> None:
+    """A training file with MISC names (CoNLL-2003) adds B-MISC / I-MISC to the tagger's labels, and such a
+    name is typed `other`; a file without them keeps the three types' labels."""
+    from hybridrag.benchmarks.fitting.fit_entity_tagger import fit as fit_tagger
+    from hybridrag.indexing.analysis.name_tagger import LABELS, MISC_LABELS, NameTagger
+
+    rows = [
+        (_TRAINING_ROWS[2][0], ["O", "B-MISC", "O", "O", "O", "B-LOC", "O", "B-ORG", "O"]),
+        *_TRAINING_ROWS[:2],
+    ]
+    meta = fit_tagger(_training_file(tmp_path / "misc.conll", rows * 2), tmp_path / "misc", epochs=1)
+    assert meta["labels"] == list(MISC_LABELS)
+    plain = fit_tagger(
+        _training_file(tmp_path / "plain.conll", _TRAINING_ROWS[:2]), tmp_path / "plain", epochs=1
+    )
+    assert plain["labels"] == list(LABELS)
+    tagger = NameTagger(tmp_path / "misc")
+    # One word piece per word here: [CLS] the olympics were [SEP]; "olympics" sure of B-MISC.
+    probs = np.full((5, len(MISC_LABELS)), 0.01, dtype=np.float32)
+    probs[:, 0] = 0.9
+    probs[2] = 0.01
+    probs[2, MISC_LABELS.index("B-MISC")] = 0.9
+    tags = tagger._decode(probs, [(0, 0), (0, 3), (4, 12), (13, 17), (0, 0)], [1, 2, 3])
+    assert [(t.start, t.end, t.type) for t in tags] == [(4, 12, "other")]
+    # Its nine-label head loads and runs on text.
+    assert all(
+        t.type in ("person", "organization", "place", "other")
+        for t in tagger.tag(["the olympics in rome ."])[0]
+    )

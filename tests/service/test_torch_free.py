@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import SAMPLE, serve_process, venv_with
+from conftest import SAMPLE, serve_process, shared_path, venv_with
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = Path(os.environ.get("HYBRIDRAG_MODELS_DIR", Path.home() / ".cache" / "hybridrag" / "models"))
@@ -164,3 +164,64 @@ def test_torch_only_steps_say_what_to_install(torch_free: Path, tmp_path: Path) 
     )
     assert done.returncode == 2 and "hybridrag[index]" in done.stderr
     assert not (tmp_path / "i" / "current").exists()
+
+
+_EXTRACT = """
+import json, sys
+from hybridrag.indexing.analysis.analyzers import Analyzer
+from hybridrag.indexing.analysis.entities import EntityExtractor
+extractor = EntityExtractor(Analyzer())
+texts = json.load(sys.stdin)
+found = [[[m.key, m.surface, m.type, m.sentence_start] for m in ms] for ms in extractor.extract_many(texts)]
+print(json.dumps({"version": extractor.version, "found": found}))
+"""
+
+
+def _caseless_sentences() -> list[str]:
+    """WikiNEuRal dev's first sentences, lower- and upper-cased, where ../shared has them; else a few."""
+    conll = shared_path("data", "ner", "en-wikineural-dev.conll")
+    sentences: list[str] = []
+    if conll.is_file():
+        words: list[str] = []
+        for line in conll.read_text("utf-8").splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 3:
+                words.append(parts[1])
+            elif words:
+                sentences.append(" ".join(words))
+                words = []
+            if len(sentences) >= 150:
+                break
+    sentences = sentences or [
+        "Sakichi Toyoda founded Toyoda Automatic Loom Works in Kariya in 1926.",
+        "Christine Lagarde said the European Central Bank would raise rates, speaking in Frankfurt.",
+    ]
+    return [s.lower() for s in sentences] + [s.upper() for s in sentences]
+
+
+def test_case_less_names_are_typed_as_in_the_full_environment(torch_free: Path) -> None:
+    """The torch-free environment runs the English name tagger (its ONNX export, made by `models install`)
+    and types case-less names exactly as the full environment does, torch included: same extraction
+    version, same names, types and places."""
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.analysis.entities import EntityExtractor
+    from hybridrag.indexing.analysis.name_tagger import NameTagger, export_matches
+
+    texts = _caseless_sentences()
+    done = subprocess.run(
+        [str(torch_free / "bin" / "python"), "-c", _EXTRACT],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout)
+    assert export_matches(MODELS / "onnx" / "name-tagger"), "run `hybridrag models install e5-multilingual`"
+    on_torch = EntityExtractor(Analyzer(), tagger=NameTagger())
+    ours = [[[m.key, m.surface, m.type, m.sentence_start] for m in ms] for ms in on_torch.extract_many(texts)]
+    assert theirs["version"] == on_torch.version and "+tagger-" in theirs["version"]
+    tagged = sum(1 for ms in ours if any(m[2] in ("person", "organization") for m in ms))
+    assert tagged >= len(texts) // 10  # the tagger ran: case-less people and organisations were found
+    assert theirs["found"] == ours
