@@ -213,7 +213,11 @@ def _install_name_tagger(force: bool) -> None:
     if export_matches(onnx_folder()) and not force:
         typer.echo(f"name tagger ONNX export already at {onnx_folder()}")
         return
-    info = export_onnx()
+    try:
+        info = export_onnx()
+    except RuntimeError as exc:  # the export disagreed with torch: nothing was installed
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(
         f"name tagger ONNX export ({info['precision']}) at {onnx_folder()} (label probabilities vs torch: "
         f"within {info['maxProbabilityDiffVsTorch']})"

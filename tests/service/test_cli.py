@@ -257,3 +257,24 @@ def test_build_device_cpu_and_auto_embed_alike_and_cuda_without_one_is_refused(t
         app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(tmp_path / "t"), "--device", "tpu"]
     )
     assert r.exit_code == 2 and "--device" in r.output
+
+
+def test_a_tagger_export_that_disagrees_with_torch_is_reported_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`models install` says why the name tagger's export was refused and exits 2, with nothing installed."""
+    import typer
+
+    from hybridrag.cli import service_commands
+    from hybridrag.indexing.analysis import name_tagger
+
+    def disagrees(*_args: object, **_kwargs: object) -> dict[str, object]:
+        raise RuntimeError("the tagger's ONNX export tags the sample differently from torch: not installed")
+
+    monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path))
+    monkeypatch.setattr(name_tagger, "export_onnx", disagrees)
+    with pytest.raises(typer.Exit) as stopped:
+        service_commands._install_name_tagger(force=False)
+    assert stopped.value.exit_code == 2
+    assert "differently from torch" in capsys.readouterr().err
+    assert not name_tagger.export_matches(name_tagger.onnx_folder())
