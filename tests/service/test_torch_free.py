@@ -223,5 +223,5 @@ def test_case_less_names_are_typed_as_in_the_full_environment(torch_free: Path) 
     ours = [[[m.key, m.surface, m.type, m.sentence_start] for m in ms] for ms in on_torch.extract_many(texts)]
     assert theirs["version"] == on_torch.version and "+tagger-" in theirs["version"]
     tagged = sum(1 for ms in ours if any(m[2] in ("person", "organization") for m in ms))
-    assert tagged >= len(texts) // 10  # the tagger ran: case-less people and organisations were found
+    assert tagged >= max(2, len(texts) // 10)  # the tagger ran: case-less people and organisations found
     assert theirs["found"] == ours
