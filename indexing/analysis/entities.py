@@ -130,8 +130,9 @@ TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a he
 # re-extracted by `bench`, and `index info` shows which extraction an index holds).
 RULES_REVISION = 9
 # Tags below this mean probability are left out: the tagger also tags ordinary noun phrases (0.5, 0.6, 0.75
-# and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too). It reads only the sentences the capitalisation rules cannot (it is ~20x slower
-# than they are; benchmarks/README.md, "Constants").
+# and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too).
+# It reads only the sentences the capitalisation rules cannot (it is ~30x slower than they are;
+# benchmarks/README.md, "Constants").
 TAG_MIN_CONFIDENCE = 0.75
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
