@@ -174,7 +174,7 @@ def _vector_path(index: dict[str, Any]) -> str:
     from hybridrag.indexing.stores.vectors import IN_MEMORY_MAX_ROWS
 
     if index.get("serving"):
-        return "int8 codes scanned, float32 rescored from disk"
+        return "int8 codes scanned, stored vectors rescored from disk"
     if index["chunks"] <= IN_MEMORY_MAX_ROWS:
         two_stage = index.get("twoStage")
         kind = "two-stage (projected scan, exact rescoring)" if two_stage else "exact"

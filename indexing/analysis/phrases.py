@@ -43,16 +43,27 @@ def sentence_words(text: str) -> Iterator[SentenceWords]:
     """The words of each non-Japanese sentence of `text`, as written and folded (case, width, possessive)."""
     for start, end in split_sentences(text):
         sentence = text[start:end]
-        if has_japanese(sentence):
-            continue  # Japanese names come from its morphemes (entities.py)
-        words = [w for w in (w.strip(".'’") for w in _TEXT_WORDS.findall(sentence)) if w]
-        # Fold the sentence once, not word by word (the same folding as `normalize_name`): this runs over
-        # every word of the corpus at each graph build.
-        keys = [k for k in (k.strip(".'’") for k in _TEXT_WORDS.findall(_fold(sentence))) if k]
-        keys = [k[:-2] if k.endswith(("'s", "’s")) and len(k) > 2 else k for k in keys]
-        if len(keys) != len(words):  # width folding changed the word count: rare, fold word by word
-            keys = [normalize_name(w) for w in words]
+        if sentence.isascii():
+            # NFKC leaves ASCII as it is and lower-casing keeps its word boundaries, so the folded words
+            # are the words lower-cased: one pass over the sentence, not two (this runs over every word of
+            # the corpus three times a graph build, `graph_build.link_corpus_names`).
+            words = [w for w in (w.strip(".'") for w in _TEXT_WORDS.findall(sentence)) if w]
+            keys = [_possessive(w.lower()) for w in words]
+        else:
+            if has_japanese(sentence):
+                continue  # Japanese names come from its morphemes (entities.py)
+            words = [w for w in (w.strip(".'’") for w in _TEXT_WORDS.findall(sentence)) if w]
+            # The sentence folded once, not word by word (the same folding as `normalize_name`).
+            keys = [
+                _possessive(k) for k in (k.strip(".'’") for k in _TEXT_WORDS.findall(_fold(sentence))) if k
+            ]
+            if len(keys) != len(words):  # width folding changed the word count: rare, fold word by word
+                keys = [normalize_name(w) for w in words]
         yield SentenceWords(start, end, words, keys)
+
+
+def _possessive(key: str) -> str:
+    return key[:-2] if key.endswith(("'s", "’s")) and len(key) > 2 else key
 
 
 def _fold(text: str) -> str:

@@ -1,15 +1,16 @@
-"""The float32 vectors of the LanceDB table, read in place from its data files for exact rescoring.
+"""The vectors of the LanceDB table, read in place from its data files for exact rescoring.
 
-The serving files rescore a search's candidates with their float32 vectors. Those vectors are already on
+The serving files rescore a search's candidates with their stored vectors. Those vectors are already on
 disk once, in the LanceDB table (the source of truth); a second copy (`serving-vectors.npy`) was 1.5 KB a
 chunk of 384 dimensions, a fifth of the index. A compacted table stores its `vector` column, page by page,
-as plain little-endian float32 rows (Lance file format 2.1 and later: a full-zip page of a fixed-size
-list with no validity, flat 32-bit values), so a row can be read from the data file where it lies:
+as plain little-endian rows (Lance file format 2.1 and later: a full-zip page of a fixed-size list with
+no validity, flat 16- or 32-bit values: float16 from index format 6, `vectors.VECTOR_TYPE`, float32
+before), so a row can be read from the data file where it lies:
 
     serving-pages.json   each page's data file (relative to the `vectors/` folder), byte offset and rows,
-                         in the table's row order
-    serving-norms.npy    each row's float32 norm: a read row divided by it is the unit vector the codes
-                         were made from, with the same float32 arithmetic as the `.npy` held
+                         in the table's row order, and the values' width (format 2; format 1: float32)
+    serving-norms.npy    each row's float32 norm: a read row, widened to float32 and divided by it, is the
+                         unit vector the codes were made from, with the writer's own float32 arithmetic
 
 `table_pages` reads the layout from Lance's own file metadata (`lance.file.LanceFileReader.metadata`) and
 accepts it only when every page is of that plain kind and the table has no deleted rows; the writer then
@@ -29,10 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 PAGES = "serving-pages.json"
 NORMS = "serving-norms.npy"
-FORMAT = 1
+FORMAT = 2  # 2: the values' width is recorded (float16 pages); float32 pages are written as format 1
+READABLE = (1, 2)
+VALUE_TYPES: dict[int, np.dtype[Any]] = {16: np.dtype("<f2"), 32: np.dtype("<f4")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +44,12 @@ class Page:
     file: str  # relative to the vectors folder
     offset: int  # bytes
     rows: int
+    bits: int = 32  # each value's width: float16 or float32
 
 
-def _plain_page(encoding: str, rows: int, size: int, dim: int) -> bool:
-    """Whether a page's layout (Lance's description of it) is `rows` plain float32 rows of `dim` values."""
+def _plain_page(encoding: str, rows: int, size: int, dim: int, bits: int) -> bool:
+    """Whether a page's layout (Lance's description of it) is `rows` plain rows of `dim` float values of
+    `bits` bits."""
     squeezed = "".join(encoding.split())
     return (
         "FullZipLayout" in squeezed
@@ -51,19 +57,23 @@ def _plain_page(encoding: str, rows: int, size: int, dim: int) -> bool:
         and "bits_def:0," in squeezed
         and f"items_per_value:{dim}," in squeezed
         and "has_validity:false" in squeezed
-        and "Flat(Flat{bits_per_value:32,data:None,}" in squeezed
+        and f"Flat(Flat{{bits_per_value:{bits},data:None,}}" in squeezed
         and squeezed.count("CompressiveEncoding") == 2  # the list, then its flat values: nothing else
-        and size == rows * dim * 4
+        and size * 8 == rows * dim * bits
     )
 
 
 def table_pages(folder: Path, table: Any, dim: int) -> list[Page] | None:
     """Where each row of `table` (a LanceDB table in `folder`) holds its vector, in the table's row order;
-    None when any part of the layout is not plain float32 rows (see the module's docstring)."""
+    None when any part of the layout is not plain float16 or float32 rows (see the module's docstring)."""
     try:
         from lance.file import LanceFileReader
 
         dataset = table.to_lance()
+        value_type = dataset.schema.field("vector").type.value_type
+        bits = {pa.float16(): 16, pa.float32(): 32}.get(value_type)
+        if bits is None:
+            return None
         field = next(f for f in dataset.lance_schema.fields() if f.name() == "vector")
         field_id = field.id()
         root = Path(dataset.uri)
@@ -87,15 +97,15 @@ def table_pages(folder: Path, table: Any, dim: int) -> list[Page] | None:
                 if len(page.buffers) != 1:
                     return None
                 buffer = page.buffers[0]
-                rows = buffer.size // (dim * 4)
-                if not _plain_page(str(page.encoding), rows, buffer.size, dim):
+                rows = buffer.size * 8 // (dim * bits)
+                if not _plain_page(str(page.encoding), rows, buffer.size, dim, bits):
                     return None
-                pages.append(Page(os.path.relpath(path, folder), int(buffer.position), int(rows)))
+                pages.append(Page(os.path.relpath(path, folder), int(buffer.position), int(rows), bits))
                 found += rows
             if found != meta.physical_rows:
                 return None
         return pages
-    except (ImportError, AttributeError, StopIteration, ValueError, OSError):
+    except (ImportError, AttributeError, KeyError, StopIteration, ValueError, OSError):
         return None
 
 
@@ -105,18 +115,29 @@ def write(folder: Path, pages: list[Page], norms: np.ndarray, dim: int, suffix: 
     from hybridrag.indexing.stores.keys import write_npy
 
     tmp_pages = folder / (PAGES + suffix)
-    record = {"format": FORMAT, "dim": dim, "pages": [[p.file, p.offset, p.rows] for p in pages]}
+    bits = _width(pages)
+    record: dict[str, Any] = {"format": 1, "dim": dim, "pages": [[p.file, p.offset, p.rows] for p in pages]}
+    if bits != 32:  # format 1 (float32) where it is enough, which a release before format 2 reads
+        record.update(format=FORMAT, bits=bits)
     tmp_pages.write_text(json.dumps(record), "utf-8")
     tmp_norms = folder / (NORMS + suffix)
     write_npy(tmp_norms, np.ascontiguousarray(norms, dtype=np.float32))
     return [tmp_pages, tmp_norms]
 
 
+def _width(pages: list[Page]) -> int:
+    widths = {page.bits for page in pages} or {32}
+    if len(widths) != 1 or next(iter(widths)) not in VALUE_TYPES:
+        raise ValueError(f"vector pages of widths {sorted(widths)}: one of {sorted(VALUE_TYPES)} expected")
+    return widths.pop()
+
+
 def read_pages(folder: Path) -> list[Page]:
     record = json.loads((folder / PAGES).read_text("utf-8"))
-    if record.get("format") != FORMAT:
+    if record.get("format") not in READABLE:
         raise ValueError(f"{folder / PAGES} is of an unknown format {record.get('format')!r}")
-    return [Page(str(name), int(offset), int(rows)) for name, offset, rows in record["pages"]]
+    bits = int(record.get("bits", 32))
+    return [Page(str(name), int(offset), int(rows), bits) for name, offset, rows in record["pages"]]
 
 
 def pages_readable(folder: Path) -> bool:
@@ -135,8 +156,8 @@ def remove(folder: Path) -> None:
 
 
 class LanceRows:
-    """Unit vectors read from the table's data files (`pread`, safe across threads), a `RowFile` look-alike:
-    `shape`, `dtype`, `take(rows)`, `all()`."""
+    """Unit float32 vectors read from the table's data files (`pread`, safe across threads), a `RowFile`
+    look-alike: `shape`, `dtype`, `take(rows)`, `all()`."""
 
     def __init__(
         self, folder: Path, dim: int, pages: list[Page] | None = None, norms: np.ndarray | None = None
@@ -145,10 +166,12 @@ class LanceRows:
         written)."""
         pages = read_pages(folder) if pages is None else pages
         self._norms = np.load(folder / NORMS, mmap_mode="r") if norms is None else norms
+        self._stored = VALUE_TYPES[_width(pages)]
+        self._row_bytes = dim * self._stored.itemsize
         files: dict[str, Any] = {}
         ends: dict[str, int] = {}
         for page in pages:
-            ends[page.file] = max(ends.get(page.file, 0), page.offset + page.rows * dim * 4)
+            ends[page.file] = max(ends.get(page.file, 0), page.offset + page.rows * self._row_bytes)
         self._fd: list[int] = []
         self._offset: list[int] = []
         for page in pages:
@@ -168,14 +191,13 @@ class LanceRows:
         self.dtype = np.dtype(np.float32)
         if len(self._norms) != self.shape[0]:
             raise ValueError(f"{folder / NORMS} holds {len(self._norms)} rows, the pages {self.shape[0]}")
-        self._row_bytes = dim * 4
 
     def take(self, rows: np.ndarray) -> np.ndarray:
         """The given rows as unit vectors, in the order given (consecutive rows of a page read together)."""
         dim = self.shape[1]
-        out = np.empty((len(rows), dim), dtype=np.float32)
+        stored = np.empty((len(rows), dim), dtype=self._stored)
         if not len(rows):
-            return out
+            return stored.astype(np.float32)
         at = np.asarray(rows, dtype=np.int64)
         if at.min() < 0 or at.max() >= self.shape[0]:
             raise IndexError("row out of range")
@@ -186,11 +208,12 @@ class LanceRows:
         counts = (np.r_[breaks, len(at)] - first).tolist()
         pages = page[first]
         offsets = (self._offsets[pages] + (at[first] - self._starts[pages]) * self._row_bytes).tolist()
-        view, size, fds = out.data.cast("B"), self._row_bytes, self._fd
+        view, size, fds = stored.data.cast("B"), self._row_bytes, self._fd
         for start, count, p, offset in zip(first.tolist(), counts, pages.tolist(), offsets, strict=True):
             want = count * size
             if os.preadv(fds[p], [view[start * size : start * size + want]], offset) != want:
                 raise OSError("short read from a vector page")
+        out = stored.astype(np.float32, copy=False)
         norms = np.asarray(self._norms[at], dtype=np.float32)
         out /= np.where(norms > 0, norms, np.float32(1.0))[:, None]
         return out

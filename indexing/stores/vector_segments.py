@@ -237,8 +237,12 @@ def _write_dead(folder: Path, dead: set[int]) -> None:
 
 
 def _serving_table(table: pa.Table | None) -> pa.Table:
+    """A write's added rows as a fold takes them: float32 vectors (widening a float16 table's is exact), as
+    the kept segments' rows are, which a cast to float16 would round a second time."""
     assert table is not None
-    return table.select([*FILTER_COLUMNS, "vector"])
+    vectors = table.column("vector")
+    wide = pa.list_(pa.float32(), vectors.type.list_size)
+    return table.select(list(FILTER_COLUMNS)).append_column("vector", vectors.cast(wide))
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,9 +38,14 @@ PROJECTED_MIN_ROWS = 50_000
 PROJECTED_DIMS = 96
 PROJECTED_CANDIDATES = 2000  # rescored per search, at least
 PROJECTED_PER_RESULT = 40  # and this many per requested result when that is more
+# How a new table stores its vectors (index format 6): float16, half the bytes of float32 (1.56 -> 0.79 KB a
+# 384-d chunk), which the base's rescoring reads in place (`lance_rows`). The unit vectors' float16 rounding
+# moves a cosine by ~1e-4; measured against float32 in benchmarks/README.md ("Disk: float16 vectors"). A table
+# written before keeps float32, and writes to it keep its type (`VectorIndexWriter`).
+VECTOR_TYPE = pa.float16()
 
 
-def vector_schema(dim: int) -> pa.Schema:
+def vector_schema(dim: int, value_type: pa.DataType = VECTOR_TYPE) -> pa.Schema:
     return pa.schema(
         [
             pa.field("chunk_id", pa.string(), nullable=False),
@@ -48,15 +53,18 @@ def vector_schema(dim: int) -> pa.Schema:
             pa.field("file_id", pa.string(), nullable=False),
             pa.field("date", pa.timestamp("us"), nullable=True),
             pa.field("entity_types", pa.list_(pa.string()), nullable=False),
-            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+            pa.field("vector", pa.list_(value_type, dim), nullable=False),
         ]
     )
 
 
-def vector_rows(rows: dict[str, Sequence[Any]], vectors: np.ndarray) -> pa.Table:
-    """Rows of the vector table: chunk_id, doc_id, file_id, date and entity_types per row, and its vector."""
+def vector_rows(
+    rows: dict[str, Sequence[Any]], vectors: np.ndarray, value_type: pa.DataType = VECTOR_TYPE
+) -> pa.Table:
+    """Rows of the vector table: chunk_id, doc_id, file_id, date and entity_types per row, and its vector
+    (stored as `value_type`)."""
     dim = int(vectors.shape[1])
-    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=value_type.to_pandas_dtype()).reshape(-1))
     return pa.table(
         {
             "chunk_id": pa.array(rows["chunk_id"], pa.string()),
@@ -66,7 +74,7 @@ def vector_rows(rows: dict[str, Sequence[Any]], vectors: np.ndarray) -> pa.Table
             "entity_types": pa.array([list(x) for x in rows["entity_types"]], pa.list_(pa.string())),
             "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
         },
-        schema=vector_schema(dim),
+        schema=vector_schema(dim, value_type),
     )
 
 
@@ -87,6 +95,14 @@ def vector_table(path: Path) -> Any:
     return _connect(path).open_table(TABLE)
 
 
+def half_width(folder: Path) -> bool:
+    """Whether the vector table in `folder` (a version's `vectors/`) stores float16 values (index format 6:
+    a release before would append float32 rows to it)."""
+    if not (folder / LANCE_FOLDER).is_dir():
+        return False
+    return bool(vector_table(folder).schema.field("vector").type.value_type == pa.float16())
+
+
 def compact_table(table: Any) -> None:
     """Fold a table's fragments into few and drop its old versions and transactions (every `add` appends
     one of each: 1,172 fragments and 3,500 files after a 300k-chunk build, each hard-linked and fsynced by
@@ -99,14 +115,19 @@ def compact_table(table: Any) -> None:
 class VectorIndexWriter:
     """Creates or updates the LanceDB table of one index version."""
 
-    def __init__(self, path: Path, dim: int, create: bool) -> None:
+    def __init__(self, path: Path, dim: int, create: bool, value_type: pa.DataType = VECTOR_TYPE) -> None:
+        """`value_type`: how a new table (`create`) stores its vectors; an existing one keeps its own."""
         self._path = path
         self._db = _connect(path)
         self.dim = dim
         if create:
-            self._table = self._db.create_table(TABLE, schema=vector_schema(dim), mode="overwrite")
+            self._table = self._db.create_table(
+                TABLE, schema=vector_schema(dim, value_type), mode="overwrite"
+            )
         else:
             self._table = self._db.open_table(TABLE)
+        # A table keeps the vector type it was made with (float32 before index format 6).
+        self._value_type = self._table.schema.field("vector").type.value_type
         # What this write changed, for the serving files (`vector_segments.update`). A new table's serving
         # files are written from the table itself: its rows are not held here too (a full build's vectors).
         self._keeps_added = not create
@@ -119,7 +140,7 @@ class VectorIndexWriter:
             return
         if vectors.shape[1] != self.dim:
             raise ValueError(f"vectors have {vectors.shape[1]} dimensions, the index has {self.dim}")
-        table = vector_rows(rows, vectors)
+        table = vector_rows(rows, vectors, self._value_type)
         self._table.add(table)
         if self._keeps_added:
             self._added.append(table)
@@ -318,6 +339,8 @@ class VectorIndex:
             .to_arrow()
         )
         ids, matrix = _ids_and_vectors(table, self.dim)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)  # float16 rows are unit length only nearly
+        matrix = matrix / np.where(norms > 0, norms, 1.0)
         return {cid: matrix[i] for i, cid in enumerate(ids)}
 
 

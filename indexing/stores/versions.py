@@ -30,6 +30,7 @@ from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.stores import vector_segments
+from hybridrag.indexing.stores import vectors as vector_store
 from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
 from hybridrag.indexing.stores.manifest import Manifest
@@ -50,10 +51,13 @@ MANIFEST = "manifest.json"
 # (`graph_arrays.load_graph`), which a reader of format 3 would look for. Format 5: its documents table
 # leaves a document's text to its chunks (`tables.stored_text`: a null text and its `text_gaps`), which a
 # reader of format 4 would serve as empty; its graph arrays (format 8) hold no adjacency matrix, which a
-# reader of format 4 would look for. A version says the lowest format that reads it (one with none of
-# these reads as 1 and stays readable by earlier releases).
-FORMAT_VERSION = 5
-READABLE_FORMATS = (1, 2, 3, 4, 5)
+# reader of format 4 would look for. Format 6: its vector table stores float16 values, which its serving
+# files may read in place (`lance_rows`, pages of format 2) and a reader of format 5 would read as float32
+# (and append float32 rows to). A
+# version says the lowest format that reads it (one with none of these reads as 1 and stays readable by
+# earlier releases).
+FORMAT_VERSION = 6
+READABLE_FORMATS = (1, 2, 3, 4, 5, 6)
 KEEP_VERSIONS = 2
 # Manifest key: files a build wrote straight to the index's object store ({path in the version: size, sha256}).
 WRITTEN_TO_STORE = "writtenToStore"
@@ -227,6 +231,8 @@ def current_target(index_dir: Path) -> str | None:
 def format_of(folder: Path) -> int:
     """The format a version's files need (see `FORMAT_VERSION`)."""
     arrays = GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0
+    if vector_store.half_width(folder / "vectors"):
+        return 6
     if arrays >= 8 or any(text_held_by_chunks(path) for path in table_files(folder, DOCUMENTS)):
         return 5  # graph arrays without adjacency files, or texts left to the chunks
     if arrays >= 7:

@@ -3,8 +3,8 @@
 The fixtures in tests/data/formats were written by the releases that introduced each format
 (`make_fixtures.py` there says how): a full build (format 1), a deferred add (2: table and vector
 segments) and a deferred delete (3: deleted table rows); from format 4 every version with a graph stores it as
-graph arrays alone (no JSON record), from format 5 its documents table leaves their texts to the chunks;
-the fixtures of both are a deferred delete's.
+graph arrays alone (no JSON record), from format 5 its documents table leaves their texts to the chunks,
+from format 6 its vector table holds float16 values; the fixtures of these are a deferred delete's.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ EXPECTED = {
     "format-3-delete": (3, 12, {"doc-03"}),
     "format-4-delete": (4, 12, {"doc-03"}),
     "format-5-delete": (5, 12, {"doc-03"}),
+    "format-6-delete": (6, 12, {"doc-03"}),
 }
 
 
@@ -77,8 +78,9 @@ def test_a_shipped_format_loads_serves_and_takes_writes(name: str, tmp_path: Pat
     merged = versions.current_version(index_dir)
     assert merged.manifest["counts"]["documents"] == count
     # Compacted by the merge (no segment or tombstone left); its new graph is stored as arrays alone (4),
-    # its documents' texts by their chunks (5).
-    assert merged.manifest["formatVersion"] == versions.FORMAT_VERSION
+    # its documents' texts by their chunks (5); its vector table keeps the float32 values it was made with
+    # (a table from format 6 on holds float16: 6).
+    assert merged.manifest["formatVersion"] == max(fmt, 5)
     assert not (merged.path / "graph" / "graph.json.gz").exists()
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as client:
         assert _search(client, "Great Barrier Reef Queensland", "hybrid")[0] == "doc-new"

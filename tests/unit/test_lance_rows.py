@@ -1,4 +1,5 @@
-"""The serving files' float32 rows read in place from the LanceDB table's data files (#50, disk)."""
+"""The serving files' rows read in place from the LanceDB table's data files (#50, disk): float16 rows (index
+format 6) and the float32 rows of tables written before."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from hybridrag.indexing.stores import lance_rows, quantized, vector_segments
@@ -30,9 +32,11 @@ def _rows(start: int, n: int, dim: int = DIM) -> tuple[dict[str, list], np.ndarr
     return columns, data
 
 
-def _write(path: Path, batches: int = 3, n: int = 300, dim: int = DIM) -> np.ndarray:
+def _write(
+    path: Path, batches: int = 3, n: int = 300, dim: int = DIM, value_type: pa.DataType = vec.VECTOR_TYPE
+) -> np.ndarray:
     """A table of `batches` fragments (one per add, not compacted) and its serving files."""
-    writer = vec.VectorIndexWriter(path, dim, create=True)
+    writer = vec.VectorIndexWriter(path, dim, create=True, value_type=value_type)
     parts = []
     for b in range(batches):
         columns, data = _rows(b * n, n, dim)
@@ -47,24 +51,30 @@ def _unit(data: np.ndarray) -> np.ndarray:
     return data / np.where(norms > 0, norms, 1.0)
 
 
+@pytest.mark.parametrize(("value_type", "bits"), [(pa.float16(), 16), (pa.float32(), 32)])
 def test_the_base_reads_its_rows_from_the_tables_data_files_with_the_same_results(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value_type: pa.DataType, bits: int
 ) -> None:
-    data = _write(tmp_path / "lance")
+    data = _write(tmp_path / "lance", value_type=value_type)
     folder = tmp_path / "lance"
     assert lance_rows.present(folder) and quantized.present(folder)
     assert not (folder / quantized.VECTORS).exists()  # no second copy of the vectors
-    assert len(lance_rows.read_pages(folder)) == 3  # one page in each fragment's data file
+    pages = lance_rows.read_pages(folder)
+    assert len(pages) == 3 and {p.bits for p in pages} == {bits}  # one page in each fragment's data file
+    assert vec.half_width(folder) == (bits == 16)
     # The same table served from a .npy (the layout refused): the same rows, bit for bit, and results.
     monkeypatch.setattr(lance_rows, "table_pages", lambda *a: None)
-    _write(tmp_path / "npy")
+    _write(tmp_path / "npy", value_type=value_type)
     monkeypatch.undo()
     assert (tmp_path / "npy" / quantized.VECTORS).is_file() and not lance_rows.present(tmp_path / "npy")
     mapped = quantized.QuantizedVectors.open(folder, DIM)
     copied = quantized.QuantizedVectors.open(tmp_path / "npy", DIM)
     assert isinstance(mapped.matrix, lance_rows.LanceRows)
     np.testing.assert_array_equal(mapped.matrix.all(), copied.matrix.all())
-    np.testing.assert_allclose(mapped.matrix.all(), _unit(data), atol=1e-6)
+    # The stored values, widened to float32 and divided by their norm (float16: the input rounded).
+    stored = data.astype(value_type.to_pandas_dtype()).astype(np.float32)
+    np.testing.assert_allclose(mapped.matrix.all(), _unit(stored), atol=1e-6)
+    assert bits == 32 or np.abs(mapped.matrix.all() - _unit(data)).max() < 1e-3
     # Any order, repeats, runs across the fragments' pages.
     for at in ([0], [899], [298, 299, 300, 301, 600, 5, 5, 0], list(range(900))[::-1], []):
         rows = np.array(at, dtype=np.int64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.analysis.phrases import NameDictionary, corpus_phrases, sentence_words
 
 DOCS = [
@@ -49,3 +50,18 @@ def test_names_are_found_in_any_case_with_sentence_offsets() -> None:
     assert proper.find("We met at the paris office.", []) == []
     assert [m.key for m in proper.find("we met at the paris office.", [])] == ["paris"]
     assert [m.key for m in terms.find("We met at the paris office.", [])] == ["paris"]
+
+
+def test_ascii_sentences_fold_as_any_other_sentence() -> None:
+    """ASCII sentences take a shorter path (their words lower-cased, not the sentence folded and split
+    again): the same words and keys as the general path, which a non-ASCII word sends a sentence down."""
+    sentences = [
+        "James's boss's report on IL-6 and the U.S.'s A380 fleet.",
+        "O'NEIL'S CAR WAS 'NEW' with Covid-19 cases.",
+        "it's the dog's bone...and 's alone",
+    ]
+    for sentence in sentences:
+        (plain,) = sentence_words(sentence)
+        (general,) = sentence_words("Zürich " + sentence)
+        assert plain.words == general.words[1:] and plain.keys == general.keys[1:]
+        assert plain.keys == [normalize_name(w) for w in plain.words]

@@ -35,7 +35,7 @@ from hybridrag.indexing.stores.tables import (
     write_table,
 )
 from hybridrag.indexing.stores.tables import Chunk as ChunkRow
-from hybridrag.indexing.stores.vectors import VectorIndex, VectorIndexWriter
+from hybridrag.indexing.stores.vectors import VECTOR_TYPE, VectorIndex, VectorIndexWriter
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -139,6 +139,11 @@ def _vector_rows(ids: list[str], rng: np.random.Generator, dim: int) -> tuple[di
     return rows, rng.standard_normal((len(ids), dim)).astype(np.float32)
 
 
+def _stored(vectors: np.ndarray) -> np.ndarray:
+    """Vectors as a new table holds them (`VECTOR_TYPE`), widened back to float32."""
+    return vectors.astype(VECTOR_TYPE.to_pandas_dtype()).astype(np.float32)
+
+
 def test_vector_segments_and_tombstones_search_as_the_rewritten_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,7 +160,7 @@ def test_vector_segments_and_tombstones_search_as_the_rewritten_files(
     rows, vectors = _vector_rows(ids, rng, dim)
     writer.add(rows, vectors)
     writer.finish()
-    live.update(zip(ids, vectors, strict=True))
+    live.update(zip(ids, _stored(vectors), strict=True))
     seen = {"segments": 0, "tombstones": 0, "rewrites": 0}
     next_doc = 12
     for step in range(1, 16):
@@ -176,7 +181,7 @@ def test_vector_segments_and_tombstones_search_as_the_rewritten_files(
         rows, vectors = _vector_rows(new_ids, rng, dim)
         writer.add(rows, vectors)
         writer.finish(segment=f"s{step:03d}")
-        live.update(zip(new_ids, vectors, strict=True))
+        live.update(zip(new_ids, _stored(vectors), strict=True))
         assert _digests(folder) == before
         names = vector_segments.segment_names(staging)
         seen["segments"] += bool(names)
@@ -307,15 +312,16 @@ def test_a_newer_format_is_refused_naming_both_formats(tmp_path: Path) -> None:
     rows = [{"_id": "a", "title": "A", "text": "Granite and basalt."}]
     IndexBuilder(index_dir, BuildConfig(embedding_model=None)).build(jsonl_corpus(tmp_path / "c", rows))
     version = versions.current_version(index_dir)
-    assert version.manifest["formatVersion"] == versions.FORMAT_VERSION
+    assert version.manifest["formatVersion"] == 5  # no vector table, so none of float16 (6)
     manifest = json.loads((version.path / versions.MANIFEST).read_text("utf-8"))
-    (version.path / versions.MANIFEST).write_text(json.dumps({**manifest, "formatVersion": 6}), "utf-8")
+    (version.path / versions.MANIFEST).write_text(json.dumps({**manifest, "formatVersion": 7}), "utf-8")
     with pytest.raises(
-        versions.IndexUnavailable, match=r"format 6, newer than this release reads \(formats 1, 2, 3, 4, 5\)"
+        versions.IndexUnavailable,
+        match=r"format 7, newer than this release reads \(formats 1, 2, 3, 4, 5, 6\)",
     ):
         versions.current_version(index_dir)
     result = CliRunner().invoke(app, ["index", "info", str(index_dir)])
-    assert result.exit_code == 2 and "format 6, newer than" in result.output
+    assert result.exit_code == 2 and "format 7, newer than" in result.output
     assert "Traceback" not in result.output
 
 

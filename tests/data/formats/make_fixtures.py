@@ -10,12 +10,13 @@ with the graph deferred, as the documents API does; each step's current version 
 `format-<formatVersion>-<step>.tar.gz` (the version folder and `current`). Format 1 is a full build's,
 format 2 a deferred add's (table and vector segments), format 3 a deferred delete's (deleted rows); from
 format 4 (the graph stored as arrays alone) every step's version is format 4, from format 5 (documents'
-texts left to their chunks) format 5.
+texts left to their chunks) format 5, from format 6 (float16 vectors) format 6.
 
 The fixtures kept here: `format-1-build` and `format-2-add` by the release of bd6c64b (2026-11-28, the
 first with format 2), `format-3-delete` by the one that introduced format 3, `format-4-delete` by the one that introduced format 4
 (2026-11-28, graph arrays format 7), `format-5-delete` by the one that introduced format 5 (2026-11-28; its
-base's float32 vectors also read in place from LanceDB's data files).
+base's float32 vectors also read in place from LanceDB's data files), `format-6-delete` by the one that
+introduced format 6 (2026-11-29, float16 vectors).
 """
 
 from __future__ import annotations
