@@ -7,10 +7,13 @@ the table's row order, beside it in the version's `vectors/` folder:
                            or, where the table's layout allows (`lance_rows`), no second copy at all:
     serving-pages.json     where each row's float32 vector lies in the table's own data files, and
     serving-norms.npy      its norm (`lance_rows.LanceRows` reads the rows there, as unit vectors)
-    serving-codes.faiss    8-bit uniform scalar-quantized codes, inner product: dim bytes a row, resident; a flat
-                           faiss IndexScalarQuantizer below `IVF_MIN_ROWS` rows, from there an inverted file
-                           (IndexIVFScalarQuantizer: the codes in `ivf_lists(rows)` k-means lists, + 8 bytes a
-                           row for its id) so a search scans the lists nearest the query, not every code
+    serving-codes.faiss    the codes scanned in memory, inner product: below `IVF_MIN_ROWS` rows a flat faiss
+                           IndexScalarQuantizer (8-bit uniform codes, dim bytes a row); from there an inverted
+                           file (`ivf_lists(rows)` k-means lists, + 8 bytes a row for its id) so a search scans
+                           the lists nearest the query, not every code: IndexIVFPQFastScan, product-quantized
+                           codes of 4 bits per `PQ_DIMS` dimensions (dim / 4 bytes a row, scanned with SIMD
+                           lookup tables), or in versions written before 2026-11-29 IndexIVFScalarQuantizer
+                           (8-bit codes), which still read
     serving-columns.arrow  chunk_id, file_id, date, entity_types in row order (uncompressed Arrow IPC, mapped)
     serving-keys.npy       chunk id -> row (`keys.KeyIndex`)
 
@@ -52,6 +55,11 @@ FILTER_COLUMNS = ("chunk_id", "file_id", "date", "entity_types")
 # candidate is a positional read of the float32 file, the largest part of a semantic search's own CPU.
 RESCORE_MIN = 50
 RESCORE_PER_RESULT = 1.5
+# The product-quantized inverted file ranks coarser than 8-bit codes, and its scan is ~6x cheaper: more
+# candidates are rescored (benchmarks/README.md, "Constants").
+PQ_RESCORE_MIN = 1600
+PQ_RESCORE_PER_RESULT = 40
+PQ_DIMS = 2  # dimensions a 4-bit sub-quantizer codes: 384-d vectors in 96 bytes
 # A filter passing at most this many rows is answered exactly over those rows (no code scan).
 EXACT_FILTERED_MAX = 20_000
 TRAIN_SAMPLE = 200_000
@@ -65,13 +73,40 @@ IVF_LISTS_PER_SQRT = 4
 IVF_TRAIN_PER_LIST = 40
 IVF_PROBES = 128
 FLAT_KIND = "sq8-rescored"
-IVF_KIND = "ivf-sq8-rescored"
+IVF_KIND = "ivf-pq4-rescored"
+IVF_SQ8_KIND = "ivf-sq8-rescored"  # an inverted file of 8-bit codes (written before 2026-11-29, or odd dims)
+# The first bytes of each kind's faiss file (its index type's fourcc): a version's kind without loading it.
+_FOURCC = {b"IxSQ": FLAT_KIND, b"IwPf": IVF_KIND, b"IwSq": IVF_SQ8_KIND}
 
 
 def serving_kind(rows: int, ivf_min_rows: int | None = None) -> str:
     """How the codes of `rows` rows are searched: a flat scan, or an inverted file from `ivf_min_rows`
     (default `IVF_MIN_ROWS`)."""
     return IVF_KIND if rows >= (IVF_MIN_ROWS if ivf_min_rows is None else ivf_min_rows) else FLAT_KIND
+
+
+def codes_kind(folder: Path, segment: str | None = None) -> str:
+    """The kind of the codes already written in `folder` (read from the file's first bytes)."""
+    with open(folder / file_name(CODES, segment), "rb") as fh:
+        fourcc = fh.read(4)
+    if fourcc not in _FOURCC:
+        raise ValueError(f"{folder / file_name(CODES, segment)} holds codes of an unknown kind {fourcc!r}")
+    return _FOURCC[fourcc]
+
+
+def _kind_of(index: Any) -> str:
+    import faiss
+
+    if isinstance(index, faiss.IndexIVFPQFastScan):
+        return IVF_KIND
+    return IVF_SQ8_KIND if isinstance(index, faiss.IndexIVFScalarQuantizer) else FLAT_KIND
+
+
+def rescored(kind: str, limit: int) -> int:
+    """How many candidates a search for `limit` results rescores exactly, for codes of `kind`."""
+    if kind == IVF_KIND:
+        return max(PQ_RESCORE_MIN, PQ_RESCORE_PER_RESULT * max(1, limit))
+    return max(RESCORE_MIN, math.ceil(RESCORE_PER_RESULT * max(1, limit)))
 
 
 def ivf_lists(rows: int) -> int:
@@ -94,15 +129,20 @@ def _trained_codes(folder: Path, rows: int, dim: int, kind: str) -> Any | None:
     path = folder / CODES
     if not path.is_file():
         return None
-    old = faiss.read_index(str(path))
+    old: Any = faiss.read_index(str(path))
     if old.d != dim:
         return None
-    if kind != IVF_KIND or not isinstance(old, faiss.IndexIVFScalarQuantizer):
-        return None  # a flat index trains in a second: trained afresh
+    if kind != IVF_KIND or _kind_of(old) != _new_kind(dim):
+        return None  # a flat index trains in a second: trained afresh; another kind of codes is replaced
     if not (old.nlist / 2 <= ivf_lists(rows) <= old.nlist * 2):
         return None
     old.reset()
     return old
+
+
+def _new_kind(dim: int) -> str:
+    """The inverted file's kind for `dim`-d vectors: product-quantized where the dimensions split evenly."""
+    return IVF_KIND if dim % PQ_DIMS == 0 else IVF_SQ8_KIND
 
 
 def _new_codes(matrix: np.ndarray, rows: int, dim: int, kind: str) -> Any:
@@ -116,9 +156,14 @@ def _new_codes(matrix: np.ndarray, rows: int, dim: int, kind: str) -> Any:
         sample_size = min(rows, TRAIN_SAMPLE)
     else:
         lists = ivf_lists(rows)
-        index = faiss.IndexIVFScalarQuantizer(
-            faiss.IndexFlatIP(dim), dim, lists, sq8, faiss.METRIC_INNER_PRODUCT
-        )
+        if _new_kind(dim) == IVF_KIND:
+            index = faiss.IndexIVFPQFastScan(
+                faiss.IndexFlatIP(dim), dim, lists, dim // PQ_DIMS, 4, faiss.METRIC_INNER_PRODUCT
+            )
+        else:
+            index = faiss.IndexIVFScalarQuantizer(
+                faiss.IndexFlatIP(dim), dim, lists, sq8, faiss.METRIC_INNER_PRODUCT
+            )
         sample_size = min(rows, IVF_TRAIN_PER_LIST * lists)
     # A fixed sample: the same vectors always give the same codes.
     rng = np.random.default_rng(0)
@@ -155,7 +200,7 @@ def write_serving_files(
     folder: Path, table: Any, dim: int, ivf_min_rows: int | None = None, segment: str | None = None
 ) -> str:
     """Write the serving files of a LanceDB table (`chunk_id`, filter columns, `vector`); returns their kind
-    (`serving_kind`: flat codes, or an inverted file from `ivf_min_rows` rows, default `IVF_MIN_ROWS`).
+    (flat codes, or an inverted file from `ivf_min_rows` rows, default `IVF_MIN_ROWS`: `serving_kind`).
     `segment`: the files of a write's segment (`vector_segments`: always flat codes), not the base's.
 
     Every file is written under a temporary name and renamed, so a version sharing files with this one
@@ -194,6 +239,7 @@ def write_serving_files(
             dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
         )
     del matrix
+    written = _kind_of(index)
     tmp_codes = folder / (names[CODES] + ".tmp")
     faiss.write_index(index, str(tmp_codes))
     columns = data.select(list(FILTER_COLUMNS)).combine_chunks()
@@ -215,7 +261,7 @@ def write_serving_files(
         if segment is None:
             lance_rows.remove(folder)
         os.replace(tmp_vectors, folder / names[VECTORS])
-    return kind
+    return written
 
 
 def _same_rows(
@@ -310,8 +356,9 @@ class QuantizedVectors:
 
     @property
     def kind(self) -> str:
-        """`ivf-sq8-rescored` when the codes are an inverted file, else `sq8-rescored` (a flat scan)."""
-        return IVF_KIND if hasattr(self.codes, "nlist") else FLAT_KIND
+        """`ivf-pq4-rescored` or `ivf-sq8-rescored` when the codes are an inverted file, else `sq8-rescored`
+        (a flat scan)."""
+        return _kind_of(self.codes)
 
     def chunk_ids(self, rows: np.ndarray) -> list[str]:
         """The chunk ids of several rows in one read."""
@@ -333,7 +380,7 @@ class QuantizedVectors:
             eligible_rows, eligible = None, n
         if eligible == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0
-        want = max(RESCORE_MIN, math.ceil(RESCORE_PER_RESULT * max(1, limit)))
+        want = rescored(self.kind, limit)
         if eligible_rows is not None and (eligible <= EXACT_FILTERED_MAX or want * 2 >= eligible):
             candidates = eligible_rows
         elif eligible_rows is None and want * 2 >= n:

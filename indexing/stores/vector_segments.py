@@ -38,10 +38,10 @@ from hybridrag.indexing.stores.quantized import (
     VECTORS,
     QuantizedVectors,
     RowFile,
+    codes_kind,
     file_name,
     open_rows,
     present,
-    serving_kind,
     write_serving_files,
 )
 
@@ -191,7 +191,7 @@ def update(
         assert added is not None
         write_serving_files(folder, added, dim, segment=segment)
     _write_dead(folder, dead)
-    return serving_kind(sizes[0])  # the base's, as its last rewrite chose it
+    return codes_kind(folder)  # the base's, as its last rewrite wrote it
 
 
 def rewrite(folder: Path, table: Any, dim: int) -> str:

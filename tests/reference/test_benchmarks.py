@@ -527,17 +527,18 @@ def test_vector_scale_benchmark_compares_flat_codes_with_the_inverted_file(
     report = vector_scale.run_vector_scale(base, [1500, 4000], queries, 2000, tmp_path)
     small, large = report["points"]
     assert (small["rows"], large["rows"]) == (1500, 4000) and "ivf" not in small
-    assert small["flat"]["kind"] == "sq8-rescored" and large["ivf"]["kind"] == "ivf-sq8-rescored"
+    assert small["flat"]["kind"] == "sq8-rescored" and large["ivf"]["kind"] == "ivf-pq4-rescored"
     assert large["ivf"]["lists"] == round(4000**0.5) and large["flat"]["lists"] is None
     for m in (small["flat"], large["flat"], large["ivf"]):
         for label in ("none", "filter0.01", "filter0.1"):
             assert 0.0 <= m[label]["recallAt10"] <= 1.0 and m[label]["p50ms"] > 0
-        assert m["codeBytesPerRow"] >= 32
+    # 8-bit codes: a byte a dimension; product-quantized ones 4 bits for two dimensions, and the row's id.
+    assert small["flat"]["codeBytesPerRow"] >= 32 and 8 + 8 <= large["ivf"]["codeBytesPerRow"] < 32
     # Flat codes rescored exactly find the exact top ten; the filters' pages too.
     assert large["flat"]["none"]["recallAt10"] == 1.0 and large["flat"]["filter0.1"]["recallAt10"] == 1.0
     assert large["ivf"]["filter0.01"]["recallAt10"] == 1.0  # ~40 rows pass: answered exactly over them
     assert list(tmp_path.iterdir()) == []  # the serving files are removed
-    assert "| 4,000 | ivf-sq8-rescored |" in vector_scale.to_markdown(report)
+    assert "| 4,000 | ivf-pq4-rescored |" in vector_scale.to_markdown(report)
     # The exact reference: a filtered top ten holds only rows the filter passes, best first.
     mask = rng.random(4000) < 0.1
     matrix = vector_scale.synthetic_table(base, 4000).column("vector").combine_chunks()

@@ -201,11 +201,17 @@ def _clustered(n: int, dim: int, seed: int = 3) -> np.ndarray:
     return (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _small_ivf(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Inverted files from 1,000 rows, sqrt(rows) lists, 8 of them probed: the large-corpus path at test size."""
+def _small_ivf(monkeypatch: pytest.MonkeyPatch, sq8: bool = False) -> None:
+    """Inverted files from 1,000 rows, sqrt(rows) lists, 8 of them probed, 300 candidates rescored: the
+    large-corpus path at test size. `sq8`: of 8-bit codes (as dimensions no sub-quantizer divides get, and
+    as versions before product quantization hold)."""
     monkeypatch.setattr(quantized, "IVF_MIN_ROWS", 1000)
     monkeypatch.setattr(quantized, "IVF_LISTS_PER_SQRT", 1)
     monkeypatch.setattr(quantized, "IVF_PROBES", 8)
+    monkeypatch.setattr(quantized, "PQ_RESCORE_MIN", 300)
+    monkeypatch.setattr(quantized, "PQ_RESCORE_PER_RESULT", 30)
+    if sq8:
+        monkeypatch.setattr(quantized, "PQ_DIMS", 3)
 
 
 def _write_clustered(path: Path, n: int, dim: int) -> np.ndarray:
@@ -222,17 +228,17 @@ def _write_clustered(path: Path, n: int, dim: int) -> np.ndarray:
         data,
     )
     built = writer.finish()
-    assert built["serving"] == quantized.serving_kind(n)
+    assert built["serving"] == quantized.codes_kind(path)
     return _stored(data)
 
 
-@pytest.mark.parametrize("kind", ["sq8-rescored", "ivf-sq8-rescored"])
+@pytest.mark.parametrize("kind", ["sq8-rescored", "ivf-pq4-rescored", "ivf-sq8-rescored"])
 def test_quantized_scan_rescores_exactly_and_matches_exact_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     n, dim = 6000, 64
-    if kind == "ivf-sq8-rescored":
-        _small_ivf(monkeypatch)
+    if kind != "sq8-rescored":
+        _small_ivf(monkeypatch, sq8=kind == "ivf-sq8-rescored")
     data = _write_clustered(tmp_path / "v", n, dim)
     assert quantized.present(tmp_path / "v")
     # Filters broad enough to go through the code scan with a bitmap of the rows they pass.
@@ -252,11 +258,11 @@ def test_quantized_scan_rescores_exactly_and_matches_exact_search(
             assert hit.similarity == pytest.approx(float(data[int(hit.chunk_id[1:])] @ unit), abs=1e-5)
         assert [h.similarity for h in got] == sorted((h.similarity for h in got), reverse=True)
         found += len({h.chunk_id for h in want} & {h.chunk_id for h in got})
-        filters = ChunkFilters(file_ids=["f1.md"], entity_types=["place"])
+        filters = ChunkFilters(entity_types=["place"])
         fgot, ftotal = serving.search(query, 10, filters)
         fwant, fexact = exact.search(query, 10, filters)
-        assert ftotal == fexact == n // 6
-        assert all(int(h.chunk_id[1:]) % 2 == 1 and int(h.chunk_id[1:]) % 3 == 1 for h in fgot)
+        assert ftotal == fexact == n // 2
+        assert all(int(h.chunk_id[1:]) % 2 == 1 for h in fgot)
         found += len({h.chunk_id for h in fwant} & {h.chunk_id for h in fgot})
     assert found / 800 >= 0.99
 
@@ -268,10 +274,11 @@ def test_an_inverted_file_probes_more_lists_under_a_selective_filter(
     # 1 / share (here to every list), so the page is full and the same as an exact search over those rows.
     _small_ivf(monkeypatch)
     monkeypatch.setattr(quantized, "EXACT_FILTERED_MAX", 10)
+    monkeypatch.setattr(quantized, "PQ_RESCORE_MIN", 50)  # fewer than half the 120 rows: scanned, not exact
     n, dim = 6000, 64
     data = _write_clustered(tmp_path / "v", n, dim)
     q = quantized.QuantizedVectors.open(tmp_path / "v", dim)
-    assert q.kind == "ivf-sq8-rescored"
+    assert q.kind == "ivf-pq4-rescored"
     keep = [f"c{i}" for i in range(0, n, 50)]
     mask = np.isin(np.asarray(q.columns.column("chunk_id").to_pylist()), keep)
     for i in range(40):
@@ -365,3 +372,30 @@ def test_retriever_threads_scan_with_the_configured_openmp_threads(tmp_path: Pat
     finally:
         engine.close()
     assert counts == {threads}
+
+
+def test_an_inverted_file_of_8_bit_codes_still_serves_and_a_rewrite_makes_it_product_quantized(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Versions written before product quantization hold 8-bit inverted files: they serve as they are
+    (with their own, smaller candidate count), and the first rewrite of their serving files trains the
+    product-quantized kind instead of reusing their lists."""
+    import shutil
+
+    _small_ivf(monkeypatch, sq8=True)
+    n, dim = 3000, 64
+    data = _write_clustered(tmp_path / "v1", n, dim)
+    monkeypatch.setattr(quantized, "PQ_DIMS", 2)  # this release
+    old = quantized.QuantizedVectors.open(tmp_path / "v1", dim)
+    assert old.kind == quantized.codes_kind(tmp_path / "v1") == "ivf-sq8-rescored"
+    assert quantized.rescored(old.kind, 10) == quantized.RESCORE_MIN
+    hits, total = vec.VectorIndex(tmp_path / "v1", dim).search(data[7], 3)
+    assert total == n and hits[0].chunk_id == "c7"
+    shutil.copytree(tmp_path / "v1", tmp_path / "v2")
+    writer = vec.VectorIndexWriter(tmp_path / "v2", dim, create=False)
+    writer.delete_documents(["d0"])
+    assert writer.finish()["serving"] == "ivf-pq4-rescored"
+    new = quantized.QuantizedVectors.open(tmp_path / "v2", dim)
+    assert new.kind == "ivf-pq4-rescored" and quantized.rescored(new.kind, 10) == 300
+    hits, total = vec.VectorIndex(tmp_path / "v2", dim).search(data[7], 3)
+    assert total == n - 1 and hits[0].chunk_id == "c7"
