@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
-from hybridrag.indexing.stores import vector_segments
+from hybridrag.indexing.stores import quantized, vector_segments
 from hybridrag.indexing.stores import vectors as vector_store
 from hybridrag.indexing.stores.graph_arrays import FOLDER as GRAPH_ARRAYS
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
@@ -53,7 +53,8 @@ MANIFEST = "manifest.json"
 # reader of format 4 would serve as empty; its graph arrays (format 8) hold no adjacency matrix, which a
 # reader of format 4 would look for. Format 6: its vector table stores float16 values, which its serving
 # files may read in place (`lance_rows`, pages of format 2) and a reader of format 5 would read as float32
-# (and append float32 rows to). A
+# (and append float32 rows to), or its inverted file holds product-quantized codes, which a reader of format 5
+# would rescore too few candidates of. A
 # version says the lowest format that reads it (one with none of these reads as 1 and stays readable by
 # earlier releases).
 FORMAT_VERSION = 6
@@ -231,7 +232,7 @@ def current_target(index_dir: Path) -> str | None:
 def format_of(folder: Path) -> int:
     """The format a version's files need (see `FORMAT_VERSION`)."""
     arrays = GraphArrays.format_of(folder / "graph" / GRAPH_ARRAYS) or 0
-    if vector_store.half_width(folder / "vectors"):
+    if vector_store.half_width(folder / "vectors") or _product_quantized(folder / "vectors"):
         return 6
     if arrays >= 8 or any(text_held_by_chunks(path) for path in table_files(folder, DOCUMENTS)):
         return 5  # graph arrays without adjacency files, or texts left to the chunks
@@ -247,6 +248,13 @@ def format_of(folder: Path) -> int:
         or (vectors / vector_segments.DELETED).is_file()
     )
     return 2 if segmented else 1
+
+
+def _product_quantized(folder: Path) -> bool:
+    try:
+        return quantized.codes_kind(folder) == quantized.IVF_KIND
+    except (OSError, ValueError):
+        return False
 
 
 def load_version(path: Path) -> IndexVersion:

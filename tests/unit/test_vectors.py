@@ -399,3 +399,33 @@ def test_an_inverted_file_of_8_bit_codes_still_serves_and_a_rewrite_makes_it_pro
     assert new.kind == "ivf-pq4-rescored" and quantized.rescored(new.kind, 10) == 300
     hits, total = vec.VectorIndex(tmp_path / "v2", dim).search(data[7], 3)
     assert total == n - 1 and hits[0].chunk_id == "c7"
+
+
+@pytest.mark.parametrize(("sq8", "fmt"), [(True, 1), (False, 6)])
+def test_a_version_with_product_quantized_codes_says_format_6(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sq8: bool, fmt: int
+) -> None:
+    """A release before format 6 would rescore 50 candidates of product-quantized codes (recall falls): such a
+    version says format 6 even with a float32 table; 8-bit codes in a float32 table need nothing new."""
+    import pyarrow as pa
+
+    from hybridrag.indexing.stores import versions
+
+    _small_ivf(monkeypatch, sq8=sq8)
+    n, dim = 2000, 64
+    writer = vec.VectorIndexWriter(tmp_path / "v" / "vectors", dim, create=True, value_type=pa.float32())
+    data = _clustered(n, dim)
+    writer.add(
+        {
+            "chunk_id": [f"c{i}" for i in range(n)],
+            "doc_id": [f"d{i}" for i in range(n)],
+            "file_id": ["f.md"] * n,
+            "date": [None] * n,
+            "entity_types": [[]] * n,
+        },
+        data,
+    )
+    kind = writer.finish()["serving"]
+    assert kind == ("ivf-sq8-rescored" if sq8 else "ivf-pq4-rescored")
+    assert not vec.half_width(tmp_path / "v" / "vectors")
+    assert versions.format_of(tmp_path / "v") == fmt
