@@ -5,7 +5,7 @@ the table's row order, beside it in the version's `vectors/` folder:
 
     serving-vectors.npy    rows x dim float32, unit length; only the rescored rows are read (`RowFile`) —
                            or, where the table's layout allows (`lance_rows`), no second copy at all:
-    serving-pages.json     where each row's float32 vector lies in the table's own data files, and
+    serving-pages.json     where each row's vector (float16; float32 before) lies in the table's data files, and
     serving-norms.npy      its norm (`lance_rows.LanceRows` reads the rows there, as unit vectors)
     serving-codes.faiss    the codes scanned in memory, inner product: below `IVF_MIN_ROWS` rows a flat faiss
                            IndexScalarQuantizer (8-bit uniform codes, dim bytes a row); from there an inverted
@@ -52,11 +52,11 @@ FILES = (VECTORS, CODES, COLUMNS, KEYS)
 FILTER_COLUMNS = ("chunk_id", "file_id", "date", "entity_types")
 # Candidates rescored exactly per search: at least RESCORE_MIN, and RESCORE_PER_RESULT per result asked for —
 # the fewest that keep recall against exact search at 1.0 (benchmarks/README.md, "Constants"), since every
-# candidate is a positional read of the float32 file, the largest part of a semantic search's own CPU.
+# candidate is a positional read of its stored vector, the largest part of a semantic search's own CPU.
 RESCORE_MIN = 50
 RESCORE_PER_RESULT = 1.5
-# The product-quantized inverted file ranks coarser than 8-bit codes, and its scan is ~6x cheaper: more
-# candidates are rescored (benchmarks/README.md, "Constants").
+# The product-quantized inverted file ranks coarser than 8-bit codes: more candidates are rescored, the
+# fewest that keep recall@10 near 0.99 at 3M rows (benchmarks/README.md, "Constants").
 PQ_RESCORE_MIN = 1600
 PQ_RESCORE_PER_RESULT = 40
 PQ_DIMS = 2  # dimensions a 4-bit sub-quantizer codes: 384-d vectors in 96 bytes

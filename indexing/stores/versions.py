@@ -53,10 +53,9 @@ MANIFEST = "manifest.json"
 # reader of format 4 would serve as empty; its graph arrays (format 8) hold no adjacency matrix, which a
 # reader of format 4 would look for. Format 6: its vector table stores float16 values, which its serving
 # files may read in place (`lance_rows`, pages of format 2) and a reader of format 5 would read as float32
-# (and append float32 rows to), or its inverted file holds product-quantized codes, which a reader of format 5
-# would rescore too few candidates of. A
-# version says the lowest format that reads it (one with none of these reads as 1 and stays readable by
-# earlier releases).
+# (and append float32 rows to), or its inverted file holds product-quantized codes, of which a reader of
+# format 5 would rescore too few candidates. A version says the lowest format that reads it (one with none
+# of these reads as 1 and stays readable by earlier releases).
 FORMAT_VERSION = 6
 READABLE_FORMATS = (1, 2, 3, 4, 5, 6)
 KEEP_VERSIONS = 2
