@@ -60,7 +60,9 @@ RESCORE_PER_RESULT = 1.5
 PQ_RESCORE_MIN = 1600
 PQ_RESCORE_PER_RESULT = 40
 PQ_DIMS = 2  # dimensions a 4-bit sub-quantizer codes: 384-d vectors in 96 bytes
-# A filter passing at most this many rows is answered exactly over those rows (no code scan).
+# A filter passing at most this many rows is answered exactly over those rows (no code scan); over the
+# product-quantized inverted file only when they are fewer than twice the candidates (its scan of every list
+# costs less than reading that many rows: benchmarks/README.md, "Vector search, product-quantized").
 EXACT_FILTERED_MAX = 20_000
 TRAIN_SAMPLE = 200_000
 BLOCK = 65_536
@@ -380,8 +382,10 @@ class QuantizedVectors:
             eligible_rows, eligible = None, n
         if eligible == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0
-        want = rescored(self.kind, limit)
-        if eligible_rows is not None and (eligible <= EXACT_FILTERED_MAX or want * 2 >= eligible):
+        kind = self.kind
+        want = rescored(kind, limit)
+        exact_max = 0 if kind == IVF_KIND else EXACT_FILTERED_MAX
+        if eligible_rows is not None and (eligible <= exact_max or want * 2 >= eligible):
             candidates = eligible_rows
         elif eligible_rows is None and want * 2 >= n:
             candidates = np.arange(n)
