@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from hybridrag.indexing.stores import quantized
@@ -14,9 +15,9 @@ from hybridrag.indexing.stores import vectors as vec
 from hybridrag.indexing.stores.filters import ChunkFilters
 
 
-def _stored(data: np.ndarray) -> np.ndarray:
-    """The unit vectors a new table's rows (float16, `VECTOR_TYPE`) read back as: what searches score."""
-    stored = data.astype(vec.VECTOR_TYPE.to_pandas_dtype()).astype(np.float32)
+def _stored(data: np.ndarray, value_type: pa.DataType = vec.VECTOR_TYPE) -> np.ndarray:
+    """The unit vectors a table's rows (float16 in a new one, `VECTOR_TYPE`) read back as: what searches score."""
+    stored = data.astype(value_type.to_pandas_dtype()).astype(np.float32)
     return stored / np.linalg.norm(stored, axis=1, keepdims=True)
 
 
@@ -214,9 +215,9 @@ def _small_ivf(monkeypatch: pytest.MonkeyPatch, sq8: bool = False) -> None:
         monkeypatch.setattr(quantized, "PQ_DIMS", 3)
 
 
-def _write_clustered(path: Path, n: int, dim: int) -> np.ndarray:
+def _write_clustered(path: Path, n: int, dim: int, value_type: pa.DataType = vec.VECTOR_TYPE) -> np.ndarray:
     data = _clustered(n, dim)
-    writer = vec.VectorIndexWriter(path, dim, create=True)
+    writer = vec.VectorIndexWriter(path, dim, create=True, value_type=value_type)
     writer.add(
         {
             "chunk_id": [f"c{i}" for i in range(n)],
@@ -229,7 +230,7 @@ def _write_clustered(path: Path, n: int, dim: int) -> np.ndarray:
     )
     built = writer.finish()
     assert built["serving"] == quantized.codes_kind(path)
-    return _stored(data)
+    return _stored(data, value_type)
 
 
 @pytest.mark.parametrize("kind", ["sq8-rescored", "ivf-pq4-rescored", "ivf-sq8-rescored"])
@@ -407,25 +408,11 @@ def test_a_version_with_product_quantized_codes_says_format_6(
 ) -> None:
     """A release before format 6 would rescore 50 candidates of product-quantized codes (recall falls): such a
     version says format 6 even with a float32 table; 8-bit codes in a float32 table need nothing new."""
-    import pyarrow as pa
-
     from hybridrag.indexing.stores import versions
 
     _small_ivf(monkeypatch, sq8=sq8)
-    n, dim = 2000, 64
-    writer = vec.VectorIndexWriter(tmp_path / "v" / "vectors", dim, create=True, value_type=pa.float32())
-    data = _clustered(n, dim)
-    writer.add(
-        {
-            "chunk_id": [f"c{i}" for i in range(n)],
-            "doc_id": [f"d{i}" for i in range(n)],
-            "file_id": ["f.md"] * n,
-            "date": [None] * n,
-            "entity_types": [[]] * n,
-        },
-        data,
-    )
-    kind = writer.finish()["serving"]
+    _write_clustered(tmp_path / "v" / "vectors", 2000, 64, pa.float32())
+    kind = quantized.codes_kind(tmp_path / "v" / "vectors")
     assert kind == ("ivf-sq8-rescored" if sq8 else "ivf-pq4-rescored")
     assert not vec.half_width(tmp_path / "v" / "vectors")
     assert versions.format_of(tmp_path / "v") == fmt
