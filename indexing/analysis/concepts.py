@@ -70,7 +70,10 @@ class ConceptCounter:
             self.words.update(keys)
             in_chunk.update(keys)
             self.total += len(keys)
-            found = [(a, b) for a, b in pairwise(keys) if _content(a) and _content(b)]
+            content = [_content(k) for k in keys]  # once a word, not once for each pair it is in
+            found = [
+                pair for pair, x, y in zip(pairwise(keys), content, content[1:], strict=False) if x and y
+            ]
             self.pairs.update(found)
             seen.update(found)
         self.chunks_of.update(seen)

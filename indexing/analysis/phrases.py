@@ -45,10 +45,13 @@ def sentence_words(text: str) -> Iterator[SentenceWords]:
         sentence = text[start:end]
         if sentence.isascii():
             # NFKC leaves ASCII as it is and lower-casing keeps its word boundaries, so the folded words
-            # are the words lower-cased: one pass over the sentence, not two (this runs over every word of
-            # the corpus three times a graph build, `graph_build.link_corpus_names`).
+            # are the lower-cased sentence's words (this runs over every word of the corpus twice a graph
+            # build, `graph_build.link_corpus_names`).
             words = [w for w in (w.strip(".'") for w in _TEXT_WORDS.findall(sentence)) if w]
-            keys = [_possessive(w.lower()) for w in words]
+            lowered = sentence.lower()
+            keys = [k for k in (k.strip(".'") for k in _TEXT_WORDS.findall(lowered)) if k]
+            if "'s" in lowered:
+                keys = [_possessive(k) for k in keys]
         else:
             if has_japanese(sentence):
                 continue  # Japanese names come from its morphemes (entities.py)
@@ -60,6 +63,15 @@ def sentence_words(text: str) -> Iterator[SentenceWords]:
             if len(keys) != len(words):  # width folding changed the word count: rare, fold word by word
                 keys = [normalize_name(w) for w in words]
         yield SentenceWords(start, end, words, keys)
+
+
+def _span_key(joined: str) -> str:
+    """`normalize_name` of folded words joined by spaces. Such a string in ASCII is its own key unless it
+    ends in a possessive: most spans a corpus' linking tries are, and asking the name cache for each of
+    them (most are tried once) evicts the names it holds."""
+    if joined.isascii() and not joined.endswith("'s"):
+        return joined
+    return normalize_name(joined)
 
 
 def _possessive(key: str) -> str:
@@ -112,12 +124,14 @@ class NameDictionary:
         self.names = dict(names)
         self.proper = proper
         self.concepts = concepts
-        # The most words of a name starting with each word: the spans tried at a word (a name is its
-        # folded words joined by single spaces, so a longer span cannot be one).
-        self._longest_from: dict[str, int] = {}
+        # The lengths in words of the names starting with each word, longest first: the spans tried at a
+        # word (a name is its folded words joined by single spaces, so a span of another length cannot be
+        # one; trying only these is most of what makes linking a corpus' concepts cheap).
+        lengths: dict[str, set[int]] = {}
         for key in self.names:
             words = key.split()
-            self._longest_from[words[0]] = max(self._longest_from.get(words[0], 0), len(words))
+            lengths.setdefault(words[0], set()).add(len(words))
+        self._lengths_from = {w: tuple(sorted(n, reverse=True)) for w, n in lengths.items()}
 
     def find(
         self, text: str, mentions: Sequence[Mention], sentences: Sequence[SentenceWords] | None = None
@@ -132,15 +146,19 @@ class NameDictionary:
             if m.sentence_start >= 0:
                 named.setdefault(m.sentence_start, []).append(m.key.split())
         added: list[Mention] = []
+        lengths_from = self._lengths_from.get
         for s in sentence_words(text) if sentences is None else sentences:
             cased = self.proper and casing_informative(text[s.start : s.end])
             inside = _inside_longer_names(s.keys, named.get(s.start, []) if cased else [])
-            for i, first in enumerate(s.keys):
-                longest = self._longest_from.get(first, 0)
-                if not longest or (cased and not s.words[i][:1].isupper()):
+            count = len(s.keys)
+            for i, spans in enumerate(map(lengths_from, s.keys)):
+                if spans is None or (cased and not s.words[i][:1].isupper()):
                     continue
-                for j in range(min(len(s.keys), i + longest), i, -1):
-                    key = normalize_name(" ".join(s.keys[i:j]))
+                for size in spans:
+                    j = i + size
+                    if j > count:
+                        continue
+                    key = _span_key(" ".join(s.keys[i:j]))
                     if key in self.names and (key, s.start) not in have and not inside(i, j):
                         have.add((key, s.start))
                         surface = " ".join(s.words[i:j])

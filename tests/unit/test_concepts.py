@@ -64,6 +64,43 @@ def test_concepts_are_typeless_nodes_that_link_passages_without_names() -> None:
     assert not any(e.concept for e in cased.entities if e.name.lower() == "scott derrickson")
 
 
+TITLES = {"c": "Substantia Nigra", "d": "Dopaminergic Neurons"}
+
+
+def test_a_concept_spelled_as_a_title_is_the_titles_entity_and_only_related_entities_form_communities() -> (
+    None
+):
+    # Upper-cased text: the title "Substantia Nigra" is found case-free in "c" and "d", in the same linking
+    # pass as the concepts, and the pair is then no concept (a concept is left to a name the chunks mention);
+    # in "d" it relates to that passage's own title.
+    chunks = [
+        ChunkMentions(cid, f"f-{cid}", text.upper(), [], TITLES.get(cid, "")) for cid, text in ABSTRACTS
+    ]
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.analysis.entities import EntityExtractor
+
+    extractor = EntityExtractor(Analyzer())
+    chunks = [
+        ChunkMentions(
+            c.chunk_id,
+            c.file_id,
+            c.text,
+            [*extractor.extract_title(c.title), *extractor.extract(c.text)],
+            c.title,
+        )
+        for c in chunks
+    ]
+    graph = build_graph(chunks)
+    by_name = {e.name.lower(): e for e in graph.entities}
+    nigra = by_name["substantia nigra"]
+    assert not nigra.concept and set(nigra.chunk_ids) == {"c", "d"}
+    assert by_name["tumour necrosis"].concept
+    # Communities hold only entities with a relation (concepts have none; Leiden is not given them).
+    related = {r.source for r in graph.relations} | {r.target for r in graph.relations}
+    assert graph.communities and all(set(c.entity_ids) <= related for c in graph.communities)
+    assert any(e.concept for e in graph.entities)
+
+
 def test_concept_mentions_type_no_chunk_and_survive_save_and_load(tmp_path: Path) -> None:
     """Built into an index: concept nodes in the graph, no entity type on the chunks they sit in (an
     `entityTypes` filter is never met by a concept), the flag stored with the graph."""

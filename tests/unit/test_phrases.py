@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hybridrag.indexing.analysis.entities import normalize_name
-from hybridrag.indexing.analysis.phrases import NameDictionary, corpus_phrases, sentence_words
+from hybridrag.indexing.analysis.phrases import NameDictionary, _span_key, corpus_phrases, sentence_words
 
 DOCS = [
     ("a", "Interleukin IL-6 drives tumor necrosis in mice. The BRCA1 gene was not involved."),
@@ -65,3 +65,7 @@ def test_ascii_sentences_fold_as_any_other_sentence() -> None:
         (general,) = sentence_words("Zürich " + sentence)
         assert plain.words == general.words[1:] and plain.keys == general.keys[1:]
         assert plain.keys == [normalize_name(w) for w in plain.words]
+        # A span of folded words is looked up by its key without asking the name cache when it is ASCII.
+        for keys in (plain.keys, general.keys, [*plain.keys, "x's"]):
+            spans = [" ".join(keys[i:j]) for i in range(len(keys)) for j in range(i + 1, len(keys) + 1)]
+            assert [_span_key(span) for span in spans] == [normalize_name(span) for span in spans]
