@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from scipy import sparse
 
 from hybridrag.indexing.analysis.entities import normalize_name
@@ -58,6 +59,7 @@ FOLDER = ARRAYS  # in a version's graph/
 FORMAT = 8
 READABLE = (4, 5, 6, 7, 8)  # a format-4 transition (transposed) is turned around when mapped
 CHUNK_ORDER = "chunks.arrow"
+LIST_HEAD = 20  # ids of each kind a graph result lists (with how many there are)
 
 ENTITY_SCHEMA = pa.schema(
     [
@@ -436,6 +438,18 @@ class GraphArrays:
     def community(self, row: int) -> Community:
         return Community(**self.communities.slice(row, 1).to_pylist()[0])
 
+    def entity_head(self, row: int, keep: Mapping[str, Collection[str]] | None = None) -> dict[str, Any]:
+        """An entity's row as a result shows it (`_row_head`)."""
+        return _row_head(self.entities, row, keep)
+
+    def community_head(self, row: int, keep: Mapping[str, Collection[str]] | None = None) -> dict[str, Any]:
+        """A community's row as a result shows it (`_row_head`)."""
+        return _row_head(self.communities, row, keep)
+
+    def community_chunk_ids(self, row: int) -> list[str]:
+        """Every chunk of a community (a filter asks whether one passes)."""
+        return list(pc.list_flatten(self.communities.column("chunk_ids").slice(row, 1)).to_pylist())
+
     def community_row(self, community_id: str) -> int | None:
         return self.community_keys.find(community_id, self.communities.column("id"))
 
@@ -533,3 +547,26 @@ def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
     m.data = m.data.astype(np.float32)
     m.has_sorted_indices = ordered  # a heaviest-first row order is kept as it is
     return m
+
+
+def _row_head(
+    table: pa.Table, row: int, keep: Mapping[str, Collection[str]] | None = None, head: int | None = LIST_HEAD
+) -> dict[str, Any]:
+    """One row of `table` with each list column cut to its first `head` values (None: all of them) and its
+    length as `<column>_count`; a list column named in `keep` holds only the values in that set (a result
+    under a file filter shows the files that passed it). The lists stay in Arrow until they are cut: a
+    community of a million-chunk corpus lists hundreds of thousands of chunks, and its row read whole into
+    Python took ~0.1 s, once for the retriever and once for the result."""
+    one = table.slice(row, 1)
+    out: dict[str, Any] = {}
+    for name, column in zip(one.column_names, one.columns, strict=True):
+        if not pa.types.is_list(column.type):
+            out[name] = column[0].as_py()
+            continue
+        values = pc.list_flatten(column)
+        wanted = (keep or {}).get(name)
+        if wanted is not None:
+            values = values.filter(pc.is_in(values, value_set=pa.array(list(wanted), pa.string())))
+        out[f"{name}_count"] = len(values)
+        out[name] = (values if head is None else values.slice(0, head)).to_pylist()
+    return out

@@ -363,8 +363,10 @@ class GraphIndex:
         if vector is None or self.entity_vectors is None or not len(self.entity_vectors):
             return []
         sims = self.entity_vectors @ np.asarray(vector, dtype=np.float32)
-        top = np.argsort(-sims, kind="stable")[:ENTITY_MATCH_TOP]
-        return [int(i) for i in top if sims[i] >= ENTITY_MATCH_MIN]
+        # Only the few names above the bar are sorted: a sort of every entity's similarity cost ~0.1 s a
+        # search at a million entities.
+        close = np.flatnonzero(sims >= ENTITY_MATCH_MIN)
+        return close[np.argsort(-sims[close], kind="stable")][:ENTITY_MATCH_TOP].tolist()
 
     def edge_count(self, nodes: np.ndarray) -> int:
         """How many edges the given nodes have in all."""

@@ -218,9 +218,7 @@ class GraphRetriever:
             # The walk normalises its restart; what seeds outside the graph keep is not in it.
             total = sum(restart.values())
             mass, p = mass * total, p * total
-            full = np.zeros(g.node_count)
-            full[nodes] = mass
-            trace = GraphTrace(tuple(sorted(restart)), full)
+            trace = GraphTrace(tuple(sorted(restart)), nodes, mass)
             entity_hits = self._entities(nodes, mass, filters, mask)
         chunk_hits, matched = self._passages(
             nodes, mass, p, mask, limit, self._delta_passages(seeds, restart, nodes, mass, trace, filters)
@@ -340,13 +338,13 @@ class GraphRetriever:
         ):
             return []
         sims = g.community_vectors @ np.asarray(query.vector, dtype=np.float32)
+        ids = g.arrays.communities.column("id")
         hits: list[Candidate] = []
-        for pos in np.argsort(-sims, kind="stable"):
+        for pos in np.argsort(-sims, kind="stable").tolist():
             if len(hits) >= COMMUNITY_RESULTS:
                 break
-            c = g.communities[int(pos)]
-            if mask is not None and not self._passes(c.chunk_ids, mask):
+            if mask is not None and not self._passes(g.arrays.community_chunk_ids(pos), mask):
                 continue
             sim = float(sims[pos])
-            hits.append(Candidate(c.id, sim, min(1.0, max(0.0, sim)), kind="community"))
+            hits.append(Candidate(str(ids[pos].as_py()), sim, min(1.0, max(0.0, sim)), kind="community"))
         return hits

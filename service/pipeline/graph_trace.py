@@ -16,10 +16,16 @@ PATH_VISITS = 5000
 
 @dataclass(slots=True)
 class GraphTrace:
-    """What the walk of one query was: its seed nodes and the PageRank mass it left on each node."""
+    """What the walk of one query was: its seed nodes and the PageRank mass it left on the nodes it reached.
+
+    Held sparse, as the walk returns it: an array over every node of a ten-million-chunk graph would be
+    allocated and freed by each search, and glibc keeps such blocks in each thread's arena (anonymous memory
+    grew with every thread that ran a graph search).
+    """
 
     seeds: tuple[int, ...]
-    mass: np.ndarray  # over all nodes (entities, then chunks)
+    nodes: np.ndarray  # the nodes the walk reached, ascending (entities, then chunks)
+    mass: np.ndarray  # the mass it left on each of `nodes`
     # The breadth-first traversal behind `path`, advanced only as far as the results asked for so far.
     parents: dict[int, int] | None = None
     traversal: Iterator[int] | None = None
@@ -54,26 +60,38 @@ class GraphTrace:
             chain.append(parent[chain[-1]])
         return chain[::-1]
 
+    def _at(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where `nodes` are in the trace's `nodes` (clipped) and which of them the walk reached."""
+        at = np.minimum(np.searchsorted(self.nodes, nodes), len(self.nodes) - 1)
+        return at, self.nodes[at] == nodes
+
     def _traverse(self, graph: GraphIndex, parent: dict[int, int]) -> Iterator[int]:
         """Records each node's parent as it is reached; yields each node whose neighbours it added."""
         a, mass = graph.neighbours, self.mass
-        frontier = np.array(sorted(self.seeds, key=lambda s: -mass[s]), dtype=np.int64)
-        seen = np.zeros(len(mass), dtype=bool)
-        seen[frontier] = True
+        if not len(self.nodes):
+            return
+        seeds = np.array(self.seeds, dtype=np.int64)
+        at, reached_by_walk = self._at(seeds)
+        seed_mass = np.where(reached_by_walk, mass[at], 0.0)
+        frontier = seeds[np.argsort(-seed_mass, kind="stable")]
+        seen = np.zeros(len(self.nodes), dtype=bool)  # by position in `nodes`: only reached nodes are added
+        seen[at[reached_by_walk]] = True
         visits = len(frontier)
         for _ in range(PATH_HOPS):
             reached: list[np.ndarray] = []
             for node in frontier.tolist():
                 # In node order (rows are stored heaviest edge first): ties in mass go to the lower node.
                 neighbours = np.sort(a.indices[a.indptr[node] : a.indptr[node + 1]])
-                neighbours = neighbours[(mass[neighbours] > 0) & ~seen[neighbours]]
+                at, hit = self._at(neighbours)
+                keep = hit & (mass[at] > 0) & ~seen[at]
+                neighbours, at = neighbours[keep], at[keep]
                 if not len(neighbours):
                     continue
                 # Heaviest first (ties in node order); at least one, as a node-by-node walk adds one
                 # before it checks the bound.
-                neighbours = neighbours[np.argsort(-mass[neighbours], kind="stable")]
-                neighbours = neighbours[: max(1, PATH_VISITS - visits)]
-                seen[neighbours] = True
+                order = np.argsort(-mass[at], kind="stable")[: max(1, PATH_VISITS - visits)]
+                neighbours, at = neighbours[order], at[order]
+                seen[at] = True
                 parent.update(dict.fromkeys(neighbours.tolist(), node))
                 reached.append(neighbours)
                 visits += len(neighbours)
@@ -83,7 +101,7 @@ class GraphTrace:
             if not reached:
                 return
             frontier = np.concatenate(reached).astype(np.int64)
-            frontier = frontier[np.argsort(-mass[frontier], kind="stable")]
+            frontier = frontier[np.argsort(-mass[self._at(frontier)[0]], kind="stable")]
 
     def path(self, graph: GraphIndex, item_id: str, chunk_row: int | None = None) -> list[dict[str, Any]]:
         """The walk that reached a graph result, seed first: each step an entity or a passage, with the kind

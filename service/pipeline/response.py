@@ -89,10 +89,14 @@ def text_of(index: LoadedIndex, item_id: str, rows: PageRows | None = None) -> s
     graph = index.graph
     if graph is None:
         raise KeyError(item_id)
-    if item_id in graph.entity_index:
-        e = graph.entities[graph.entity_index[item_id]]
-        return f"{e.name}: {e.description}"
-    return str(graph.community_by_id[item_id].report)
+    row = graph.arrays.entity_row(item_id)
+    if row is not None:
+        e = graph.arrays.entity_head(row)
+        return f"{e['name']}: {e['description']}"
+    row = graph.arrays.community_row(item_id)
+    if row is None:
+        raise KeyError(item_id)
+    return str(graph.arrays.community_head(row)["report"])
 
 
 def chunk_sources(index: LoadedIndex, rows: PageRows, chunk_id: str, file_id: str) -> SearchResultSources:
@@ -141,55 +145,66 @@ def graph_item(
     candidate = by_strategy.get("graph", {}).get(fused.id)
     graph_score = candidate.score if candidate else 0.0
     kind: Literal["entity", "community"]
-    if fused.id in graph.entity_index:
-        e = graph.entities[graph.entity_index[fused.id]]
-        relation_ids = graph.relations_of.get(e.id, [])[:10]
-        # Under a file filter an entity is shown through the files that passed it, and only those.
-        allowed = request.filters.file_ids
-        file_ids = [f for f in e.file_ids if allowed is None or f in allowed]
-        chunk_ids = [
-            c
-            for c in e.chunk_ids
-            if allowed is None or (c in rows.chunks and rows.chunks[c].file_id in allowed)
-        ]
+    # Under a file filter a result is shown through the files that passed it, and only those; lists are
+    # cut to their first `LIST_HEAD` ids (a hub entity or a community of a large corpus lists thousands).
+    allowed = request.filters.file_ids
+    row = graph.arrays.entity_row(fused.id)
+    if row is not None:
+        # An entity's chunks under a file filter: those of the page's passages from the files that passed.
+        keep = None
+        if allowed is not None:
+            keep = {
+                "file_ids": allowed,
+                "chunk_ids": [c for c, chunk in rows.chunks.items() if chunk.file_id in allowed],
+            }
+        e = graph.arrays.entity_head(row, keep)
+        relation_ids = graph.arrays.relation_ids(graph.arrays.relations_of(row)[:10])
         content = SearchResultContent(
-            text=f"{e.name} ({e.type}): {e.description}",
-            summary=e.description,
+            text=f"{e['name']} ({e['type']}): {e['description']}",
+            summary=e["description"],
             context_before=None,
             context_after=None,
         )
         sources = SearchResultSources(
             chunk_id=None,
-            file_id=file_ids[0] if file_ids else None,
-            entity_ids=[e.id],
-            community_id=graph.community_of.get(e.id),
+            file_id=e["file_ids"][0] if e["file_ids"] else None,
+            entity_ids=[e["id"]],
+            community_id=e["community"],
             relation_ids=relation_ids,
         )
         meta: dict[str, Any] = {
-            "title": e.name,
-            "entityType": e.type,
-            "aliases": e.aliases,
-            "mentions": e.mentions,
-            "chunkIds": chunk_ids[:20],
-            "fileIds": file_ids,
+            "title": e["name"],
+            "entityType": e["type"],
+            "aliases": e["aliases"],
+            "mentions": e["mentions"],
+            "chunkIds": e["chunk_ids"],
+            "fileIds": e["file_ids"],
+            "files": e["file_ids_count"],
         }
         kind = "entity"
     else:
-        c = graph.community_by_id[fused.id]
-        content = SearchResultContent(text=c.report, summary=c.title, context_before=None, context_after=None)
+        row = graph.arrays.community_row(fused.id)
+        if row is None:
+            raise KeyError(fused.id)
+        c = graph.arrays.community_head(row, None if allowed is None else {"file_ids": allowed})
+        content = SearchResultContent(
+            text=c["report"], summary=c["title"], context_before=None, context_after=None
+        )
         sources = SearchResultSources(
             chunk_id=None,
             file_id=None,
-            entity_ids=c.entity_ids[:20],
-            community_id=c.id,
-            relation_ids=c.relation_ids[:20],
+            entity_ids=c["entity_ids"],
+            community_id=c["id"],
+            relation_ids=c["relation_ids"],
         )
         meta = {
-            "title": c.title,
-            "level": c.level,
-            "entities": len(c.entity_ids),
-            "chunkIds": c.chunk_ids[:20],
-            "fileIds": c.file_ids,
+            "title": c["title"],
+            "level": c["level"],
+            "entities": c["entity_ids_count"],
+            "chunks": c["chunk_ids_count"],
+            "chunkIds": c["chunk_ids"],
+            "fileIds": c["file_ids"],
+            "files": c["file_ids_count"],
         }
         kind = "community"
     meta["ranks"] = dict(fused.ranks)

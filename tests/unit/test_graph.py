@@ -958,7 +958,7 @@ def test_walk_paths_match_node_by_node_references(
         nodes, mass, _p = gw.walk(g, restart)
         full = np.zeros(g.node_count)
         full[nodes] = mass
-        trace = gt.GraphTrace(tuple(sorted(restart)), full)
+        trace = gt.GraphTrace(tuple(sorted(restart)), nodes, mass)
         expected = _reference_parents(a, trace.seeds, full, gt.PATH_HOPS, visits)
         for target in [*sorted(expected, key=lambda n: -full[n])[:5], 10**9]:
             trace._chain(g, target)  # advances the shared traversal only as far as this target needs
@@ -979,6 +979,73 @@ def test_walk_paths_match_node_by_node_references(
         want = np.concatenate(prefixes).tolist() if prefixes else []
         assert m.indices[row_positions(m.indptr, rows, most)].tolist() == want
         assert row_lengths(m.indptr, rows).tolist() == [m[int(r)].nnz for r in rows]
+
+
+def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, client: TestClient) -> None:
+    """Entity and community rows as results show them: each list its first `LIST_HEAD` ids of the whole row's
+    list, its length beside it, and under a file filter only the ids that passed; the search's community
+    and entity results carry them."""
+    from hybridrag.indexing.stores import graph_arrays as ga
+    from hybridrag.indexing.stores.graph_index import GraphIndex
+    from hybridrag.indexing.stores.mapped import ChunkTable
+
+    version = versions.current_version(sample_index).path
+    arrays = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow")).arrays
+    for table in (arrays.entities, arrays.communities):
+        full = table.to_pylist()
+        files = sorted({f for row in full for f in row["file_ids"]})
+        assert len(files) > 2 and max(len(row["chunk_ids"]) for row in full) > 2
+        for row, whole in enumerate(full):
+            for keep in (None, {"file_ids": files[::2]}, {"file_ids": []}):
+                for head in (ga.LIST_HEAD, 2, None):
+                    got = ga._row_head(table, row, keep, head)
+                    for name, value in whole.items():
+                        if not isinstance(value, list):
+                            assert got[name] == value
+                            continue
+                        wanted = (
+                            value
+                            if keep is None or name not in keep
+                            else [v for v in value if v in keep[name]]
+                        )
+                        assert got[name] == wanted[:head] and got[f"{name}_count"] == len(wanted)
+    assert arrays.entity_head(0) == ga._row_head(arrays.entities, 0)
+    assert arrays.community_head(0) == ga._row_head(arrays.communities, 0, head=ga.LIST_HEAD)
+    for row, whole in enumerate(arrays.communities.to_pylist()):
+        assert arrays.community_chunk_ids(row) == whole["chunk_ids"]
+    body = {"text": "Sony and Toyota", "type": "global", "options": {"strategies": ["graph"], "limit": 50}}
+    kinds = {r["type"]: r["metadata"] for r in _search(client, body)["results"] if r["type"] != "chunk"}
+    assert set(kinds) == {"entity", "community"}
+    community = kinds["community"]
+    assert 0 < len(community["chunkIds"]) == min(ga.LIST_HEAD, community["chunks"])
+    body["filters"] = {"fileIds": ["toyota-en.md"], "minRelevance": 0}
+    reports = [r for r in _search(client, body)["results"] if r["type"] == "community"]
+    assert reports and all(r["metadata"]["fileIds"] == ["toyota-en.md"] for r in reports)
+    assert all(r["metadata"]["files"] == 1 for r in reports)
+    assert len(community["fileIds"]) <= community["files"]
+
+
+def test_match_by_meaning_takes_the_closest_names_above_the_bar_as_a_full_sort_would() -> None:
+    """Entities matched by meaning are the `ENTITY_MATCH_TOP` most similar of those at or above
+    `ENTITY_MATCH_MIN`, ties in entity order: what a stable sort of every similarity gave."""
+    from types import SimpleNamespace
+
+    from hybridrag.indexing.stores import graph_index as gi
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n = int(rng.integers(1, 400))
+        vectors = rng.standard_normal((n, 8)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        query = vectors[int(rng.integers(0, n))] + rng.normal(0, 0.1, 8).astype(np.float32)
+        query /= np.linalg.norm(query)
+        vectors[rng.integers(0, n, size=3)] = query  # ties at the top
+        sims = vectors @ query
+        expected = [int(i) for i in np.argsort(-sims, kind="stable")[: gi.ENTITY_MATCH_TOP]]
+        expected = [i for i in expected if sims[i] >= gi.ENTITY_MATCH_MIN]
+        graph = SimpleNamespace(entity_vectors=vectors)
+        assert gi.GraphIndex.match_by_meaning(graph, query) == expected  # type: ignore[arg-type]
+        assert expected
 
 
 def test_japanese_node_only_names_survive_an_incremental_add_as_a_full_build_makes_them(
