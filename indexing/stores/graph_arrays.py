@@ -450,6 +450,10 @@ class GraphArrays:
         """Every chunk of a community (a filter asks whether one passes)."""
         return list(pc.list_flatten(self.communities.column("chunk_ids").slice(row, 1)).to_pylist())
 
+    def entity_chunk_ids(self, row: int) -> list[str]:
+        """Every chunk that mentions an entity, in its row's order."""
+        return list(pc.list_flatten(self.entities.column("chunk_ids").slice(row, 1)).to_pylist())
+
     def community_row(self, community_id: str) -> int | None:
         return self.community_keys.find(community_id, self.communities.column("id"))
 

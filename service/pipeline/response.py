@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.pipeline.fusion import FusedItem
@@ -130,6 +134,18 @@ def graph_path(index: LoadedIndex, rows: PageRows, trace: Any, item_id: str) -> 
     return path
 
 
+def _chunks_in_files(index: LoadedIndex, chunk_ids: list[str], files: Sequence[str]) -> list[str]:
+    """The chunks of `chunk_ids` that the index holds and that come from one of `files`, in their order:
+    their rows looked up and their files read in one batch (a hub entity lists tens of thousands)."""
+    found = index.chunks.rows(chunk_ids)
+    held = np.flatnonzero(found >= 0)
+    chunk_files = index.chunks.column("file_id").take(pa.array(found[held]))
+    passing = pc.is_in(chunk_files, value_set=pa.array(list(files), pa.string())).to_numpy(
+        zero_copy_only=False
+    )
+    return [chunk_ids[i] for i in held[passing].tolist()]
+
+
 def graph_item(
     index: LoadedIndex,
     rows: PageRows,
@@ -150,12 +166,11 @@ def graph_item(
     allowed = request.filters.file_ids
     row = graph.arrays.entity_row(fused.id)
     if row is not None:
-        # An entity's chunks under a file filter: those of the page's passages from the files that passed.
         keep = None
         if allowed is not None:
             keep = {
                 "file_ids": allowed,
-                "chunk_ids": [c for c, chunk in rows.chunks.items() if chunk.file_id in allowed],
+                "chunk_ids": _chunks_in_files(index, graph.arrays.entity_chunk_ids(row), allowed),
             }
         e = graph.arrays.entity_head(row, keep)
         relation_ids = graph.arrays.relation_ids(graph.arrays.relations_of(row)[:10])

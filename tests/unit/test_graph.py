@@ -1023,6 +1023,18 @@ def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, cl
     reports = [r for r in _search(client, body)["results"] if r["type"] == "community"]
     assert reports and all(r["metadata"]["fileIds"] == ["toyota-en.md"] for r in reports)
     assert all(r["metadata"]["files"] == 1 for r in reports)
+    # An entity under the filter lists its chunks from the files that passed, in its own order.
+    chunk_files = {
+        c["chunk_id"]: c["file_id"] for c in ChunkTable(version / "chunks.arrow").table.to_pylist()
+    }
+    rows = {e["id"]: e for e in arrays.entities.to_pylist()}
+    entities = [r for r in _search(client, body)["results"] if r["type"] == "entity"]
+    assert entities
+    for r in entities:
+        wanted = [c for c in rows[r["id"]]["chunk_ids"] if chunk_files.get(c) == "toyota-en.md"]
+        assert r["metadata"]["chunkIds"] == wanted[: ga.LIST_HEAD] and r["metadata"]["fileIds"] == [
+            "toyota-en.md"
+        ]
 
 
 def test_match_by_meaning_takes_the_closest_names_above_the_bar_as_a_full_sort_would() -> None:
