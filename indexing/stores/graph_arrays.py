@@ -448,11 +448,11 @@ class GraphArrays:
 
     def community_chunk_ids(self, row: int) -> list[str]:
         """Every chunk of a community (a filter asks whether one passes)."""
-        return list(pc.list_flatten(self.communities.column("chunk_ids").slice(row, 1)).to_pylist())
+        return _row_head(self.communities.select(["chunk_ids"]), row, head=None)["chunk_ids"]
 
     def entity_chunk_ids(self, row: int) -> list[str]:
         """Every chunk that mentions an entity, in its row's order."""
-        return list(pc.list_flatten(self.entities.column("chunk_ids").slice(row, 1)).to_pylist())
+        return _row_head(self.entities.select(["chunk_ids"]), row, head=None)["chunk_ids"]
 
     def community_row(self, community_id: str) -> int | None:
         return self.community_keys.find(community_id, self.communities.column("id"))
