@@ -407,6 +407,12 @@ class EntityExtractor:
         return japanese_rules(sentence, morphemes)
 
 
+def lexicon_name(surface: str) -> bool:
+    """Whether a name is one of the lexicon's that text without letter case still shows (a country, a
+    language, a nationality: `_case_free` takes the tagger's names only where none of these is)."""
+    return tuple(m.group().lower() for m in TOKEN_PATTERN.finditer(surface)) in case_free_names()
+
+
 def _lexicon_spans(sentence: str) -> list[tuple[int, int, str]]:
     """Where the lexicon's names are in `sentence`, read without letter case: the longest at each word."""
     names, longest = case_free_names(), case_free_longest()

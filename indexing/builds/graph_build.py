@@ -24,6 +24,7 @@ from hybridrag.indexing.analysis.entities import (
     TITLE_NAME_MAX_WORDS,
     Mention,
     casing_informative,
+    lexicon_name,
     normalize_name,
 )
 from hybridrag.indexing.analysis.phrases import NameDictionary, PhraseCounter, sentence_words
@@ -168,16 +169,20 @@ def link_corpus_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
 
 
 def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
-    """The chunk without the names that English sentences without letter case showed (the lexicon's
-    countries, languages and nationalities, and the name tagger's people, organisations and places). They
-    type the chunk for filters, but as nodes the lexicon's names joined case-less passages that share only a
-    country or a nationality: on HotpotQA-100 upper-cased the graph alone fell from 0.932 to 0.920 nDCG@10
-    with them (in cased text, where people and organisations are nodes too, they help). The graph of such
-    text comes from the corpus' titles, phrases and concepts (`link_corpus_names`)."""
+    """The chunk without the lexicon's names that English sentences without letter case showed (countries,
+    languages, nationalities). They type the chunk for filters, but as nodes they joined case-less passages
+    that share only a country or a nationality: on HotpotQA-100 upper-cased the graph alone fell from 0.932
+    to 0.920 nDCG@10 with them (graph format 6). The name tagger's people, organisations, places and other
+    names in such sentences are nodes, as capitalised names are in cased text (format 9): on HotpotQA-100
+    without titles, lower-cased, the graph alone rose from 0.851 to 0.871 with them (benchmarks/README.md,
+    "Concepts"). The rest of such text's graph comes from the corpus' titles, phrases and concepts
+    (`link_corpus_names`)."""
     kept = [
         m
         for m in chunk.mentions
-        if m.sentence_start < 0 or _cased_or_japanese(chunk.text[m.sentence_start : m.sentence_end])
+        if m.sentence_start < 0
+        or _cased_or_japanese(chunk.text[m.sentence_start : m.sentence_end])
+        or not lexicon_name(m.surface)
     ]
     return chunk if len(kept) == len(chunk.mentions) else replace(chunk, mentions=kept)
 

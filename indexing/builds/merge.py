@@ -34,11 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
+
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
 from hybridrag.indexing.builds.stages import Stages, VersionWrite, disk_bytes, no_progress
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores import quantized, segments, vector_segments, versions
-from hybridrag.indexing.stores.graph_delta import DELTA
+from hybridrag.indexing.stores.graph_delta import DELTA, read_delta
 from hybridrag.indexing.stores.tables import (
     CHUNKS,
     DOCUMENTS,
@@ -60,6 +62,18 @@ def graph_behind(version: versions.IndexVersion) -> bool:
     graph = version.manifest.get("graph") or {}
     built_for = graph.get("builtFor")
     return bool(graph) and built_for is not None and built_for != version.version
+
+
+def pending_share(version: versions.IndexVersion) -> float:
+    """The share of the version's passages its graph does not hold yet (written since the graph was built
+    and linked to it, `stores.graph_delta`): 0.0 when the graph holds them all."""
+    if not graph_behind(version):
+        return 0.0
+    chunks = int((version.manifest.get("counts") or {}).get("chunks") or 0)
+    links = read_delta(version.path / "graph")
+    if not chunks or not links.num_rows:
+        return 0.0
+    return min(1.0, pc.count_distinct(links.column("chunk_id")).as_py() / chunks)
 
 
 @contextlib.contextmanager

@@ -49,7 +49,8 @@ ARRAYS = "arrays"  # `graph_arrays.FOLDER`: the graph itself from format 7
 # the walk goes mostly to the entities that have an article elsewhere.
 # 8: concepts (`analysis.concepts`: word pairs and specific words, any letter case) are nodes too,
 # node-only and typed `other` (`Entity.concept`), and the walk weighs them by specificity.
-GRAPH_FORMAT = 8
+# 9: the name tagger's names in English text without letter case are nodes (the lexicon's still are not).
+GRAPH_FORMAT = 9
 COMMUNITY_VECTORS = "community_vectors.npy"
 ENTITY_VECTORS = "entity_vectors.npy"
 

@@ -82,6 +82,7 @@ class WriterSettings:
     documents_batch_wait_s: float
     documents_keep_tasks_s: float
     documents_merge_after_s: float | None
+    documents_merge_share: float | None
 
 
 _Group = TypeVar("_Group", HttpSettings, SearchSettings, IndexSettings, WriterSettings)
@@ -162,6 +163,13 @@ class Settings(BaseSettings):
         description="Written documents are searchable by keyword and meaning at once and join the graph "
         "(entities, relations, communities) at a merge, run in the background once writes have paused this "
         "long; unset (null) leaves merging to `hybridrag index merge`.",
+    )
+    documents_merge_share: float | None = Field(
+        0.05,
+        gt=0,
+        le=1,
+        description="With background merges on, the graph is also merged while writes go on once the passages "
+        "waiting for it are this share of the index (unset: only when writes pause).",
     )
     documents_max_body_bytes: int = Field(
         50_000_000, ge=1_024, description="Largest body of a documents request (JSON or multipart)."

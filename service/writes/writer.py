@@ -33,7 +33,7 @@ from typing import Any
 
 from hybridrag.indexing.analysis.text import content_hash
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex
-from hybridrag.indexing.builds.merge import graph_behind, merge_graph
+from hybridrag.indexing.builds.merge import graph_behind, merge_graph, pending_share
 from hybridrag.indexing.builds.stages import no_progress
 from hybridrag.indexing.documents.sources import (
     SUPPORTED_SUFFIXES,
@@ -92,9 +92,12 @@ class DocumentWriter:
         keep_tasks_s: float = 7 * 86400,
         merge_after_s: float | None = 2.0,
         applied: Callable[[], Iterable[Manifest]] | None = None,
+        merge_share: float | None = 0.05,
     ) -> None:
         """`merge_after_s`: how long writes must pause before the graph is merged (None: never, in the
-        background; `IndexBuilder.merge_graph` or `hybridrag index merge` then does it). `applied`: the
+        background; `IndexBuilder.merge_graph` or `hybridrag index merge` then does it). `merge_share`: the
+        share of the index's passages waiting for the graph at which it is merged whether writes pause or
+        not (None: only at a pause), so a stream of writes cannot leave it ever further behind. `applied`: the
         manifests of the versions whose writes count as done after a crash (default: those published in
         `index_dir`; a bucket's writer: those the bucket serves, not its local mirror's)."""
         self.index_dir = index_dir
@@ -108,6 +111,10 @@ class DocumentWriter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.merge_after_s = merge_after_s
+        if merge_share is not None and not 0.0 < merge_share <= 1.0:
+            raise ValueError(f"merge_share must be in (0, 1], got {merge_share!r}")
+        self.merge_share = merge_share
+        self._pending_share = 0.0  # of the passages, waiting for the graph after the last write or merge
         self._applied = applied or (lambda: versions.published(index_dir))
         self._merger: threading.Thread | None = None
         self._last_write = time.monotonic()
@@ -266,6 +273,7 @@ class DocumentWriter:
         try:
             with self._held() as folder:
                 version = self._apply(folder, batch)
+                self._pending_share = pending_share(versions.current_version(folder))
             self._last_write, self._merge_wanted = time.monotonic(), True
             # Published (and uploaded, for a bucket). The engine serves it before any task says succeeded,
             # so a caller that waited for its task finds its documents in the very next search.
@@ -343,11 +351,21 @@ class DocumentWriter:
         return version
 
     # -- the merger
+    def merge_due(self) -> bool:
+        """Whether the merger merges now: a write asked for it and either writes have paused for
+        `merge_after_s` with no task queued, or the passages waiting for the graph are `merge_share` of
+        the index or more (a stream of writes is merged as it goes)."""
+        if not self._merge_wanted:
+            return False
+        if self.merge_share is not None and self._pending_share >= self.merge_share:
+            return True
+        if self.store.queued_ids():
+            return False
+        return time.monotonic() - self._last_write >= (self.merge_after_s or 0.0)
+
     def _merge_loop(self) -> None:
         while not self._stop.wait(0.5):
-            if not self._merge_wanted or self.store.queued_ids():
-                continue
-            if time.monotonic() - self._last_write < (self.merge_after_s or 0.0):
+            if not self.merge_due():
                 continue
             self._merge_wanted = False  # a write during the merge asks for the next one
             try:
@@ -385,6 +403,9 @@ class DocumentWriter:
         if done is None:
             return None
         merge, summary = done
+        with self._held() as folder:
+            # Writes made while it built wait for the next merge.
+            self._pending_share = pending_share(versions.current_version(folder))
         log.info("graph merged into %s (built for %s)", summary.version, merge.version)
         if self._published is not None:
             with contextlib.suppress(Exception):
@@ -469,6 +490,7 @@ def writer_for(settings: WriterSettings, index: IndexSettings, engine: IndexLife
         "batch_wait_s": settings.documents_batch_wait_s,
         "keep_tasks_s": settings.documents_keep_tasks_s,
         "merge_after_s": settings.documents_merge_after_s,
+        "merge_share": settings.documents_merge_share,
         "published": published,
     }
     if index.index_url is not None:

@@ -214,12 +214,18 @@ def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
 
 def test_lexicon_names_in_text_without_case_type_their_chunk_but_make_no_node() -> None:
     """A country found in an all-capitals sentence types the chunk (the filter column) but joins no passage
-    in the graph; written with capitals, the same name is a node as before."""
-    upper = _chunk("u", "", "THE TREATY WAS SIGNED IN FRANCE BY TWO ENVOYS.")
+    in the graph; written with capitals, the same name is a node as before. The name tagger's names in the
+    same sentence (a person, an organisation) are nodes, as they are written with capitals (format 9)."""
+    upper = _chunk("u", "", "THE TREATY WAS SIGNED IN FRANCE BY JOHN SMITH OF THE UNITED NATIONS.")
+    lower = _chunk("l", "", "the treaty was signed in france by john smith of the united nations.")
     cased = _chunk("c", "", "The treaty was signed in France by two envoys.")
-    assert {(m.key, m.type) for m in upper.mentions} == {("france", "place")}
-    by_key = {e.name.lower(): e for e in build_graph([upper, cased]).entities}
+    found = {("france", "place"), ("john smith", "person"), ("united nations", "organization")}
+    assert {(m.key, m.type) for m in upper.mentions} == found
+    assert {(m.key, m.type) for m in lower.mentions} == found
+    by_key = {e.name.lower(): e for e in build_graph([upper, lower, cased]).entities}
     assert by_key["france"].chunk_ids == ["c"]
+    assert sorted(by_key["john smith"].chunk_ids) == ["l", "u"]
+    assert sorted(by_key["united nations"].chunk_ids) == ["l", "u"]
     assert "france" not in {e.name.lower() for e in build_graph([upper]).entities}
 
 
@@ -589,8 +595,8 @@ def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, em
 
 
 def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
-    """Text in which nothing names anything (lower case, no titles, no word or phrase of meaning shared by two
-    passages, so no concept either) gives
+    """Text in which nothing names anything (lower case, no titles, no name the case-less tagger finds, no
+    word or phrase of meaning shared by two passages, so no concept either) gives
     the graph no entity: it must not hand the other retrievers' passages back as its own list (fusing that
     copy would only re-weigh them)."""
     from hybridrag.http.app import create_app
@@ -600,7 +606,7 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
     docs = tmp_path / "lower"
     docs.mkdir()
     texts = {
-        "toyota": "the loom maker's son started building cars in 1937; that company became toyota.",
+        "toyota": "the loom maker's son started building cars in 1937; that company became a motor corporation.",
         "sony": "two engineers opened a radio repair shop in a bombed department store after the war.",
         "rail": "the first high-speed railway line began running in 1964 between two large cities.",
     }
@@ -619,7 +625,7 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
         # The fusion is what is tested: no relevance cut (three passages are too few to judge a query by).
         hybrid = _search(c, {"text": query, "options": both, "filters": {"minRelevance": 0}})
         assert hybrid["strategies"]["graph"]["resultCount"] == 0
-        assert "toyota" in hybrid["results"][0]["content"]["text"]
+        assert "loom maker" in hybrid["results"][0]["content"]["text"]
 
 
 CASINGS: dict[str, Callable[[str], str]] = {"original": str, "lower": str.lower, "upper": str.upper}
@@ -681,12 +687,11 @@ def test_title_names_link_passages_in_any_letter_case(tmp_path: Path, casing: st
     assert entity_docs(index_dir) == recased
     builder.delete(["tr"])
     # Without its page the name is no title: what remains is what a full build of the two other pages gives
-    # (the phrase still recurs in both, so it stays as a concept, not as a title entity).
+    # (the case-less tagger reads it as a person's name in both, so it stays as a name, not a title entity).
     assert entity_docs(index_dir) == links(CASINGS[casing], docs[1:], f"rest-{casing}")
     graph, _ = load_graph(versions.current_version(index_dir).path / "graph")
-    assert all(
-        e.concept and not e.title_chunk_ids for e in graph.entities if e.name.lower() == "trent reznor"
-    )
+    reznor = [e for e in graph.entities if e.name.lower() == "trent reznor"]
+    assert reznor and all(e.type == "person" and not e.title_chunk_ids for e in reznor), reznor
 
 
 def test_a_chunks_entities_come_from_its_edges_most_mentioned_first(

@@ -181,3 +181,35 @@ def test_a_title_that_makes_an_entity_an_article_sends_it_what_the_merged_graph_
     # To a percent: the passage's concept edges weigh a little more in the merged graph (their idf counts
     # one more passage), which the step before the merge cannot know.
     assert np.isclose(gained[0], DAMPING * (merged_step - step), rtol=0.02)
+
+
+def test_a_stream_of_writes_is_merged_once_a_share_of_the_passages_waits(tmp_path: Path) -> None:
+    """Writes that never pause leave the graph behind only so far: once the passages waiting for it are
+    `merge_share` of the index, the merger merges while writes go on; without a share, only a pause does."""
+    from hybridrag.indexing.builds.merge import graph_behind, pending_share
+    from hybridrag.schemas.documents import DocumentIn
+    from hybridrag.writes.writer import DocumentWriter
+
+    index_dir = tmp_path / "index"
+    rows = [{"_id": f"d{i}", "title": "", "text": f"Kiichiro Toyoda wrote memo {i}."} for i in range(18)]
+    IndexBuilder(index_dir, NO_MODEL).build(jsonl_corpus(tmp_path / "src", rows))
+    # Writes never pause for an hour here: only the share can start a merge.
+    writer = DocumentWriter(index_dir, merge_after_s=3600, merge_share=0.1, tasks_dir=tmp_path / "tasks")
+    patient = DocumentWriter(index_dir, merge_after_s=3600, merge_share=None, tasks_dir=tmp_path / "other")
+
+    def write(who: DocumentWriter, *ids: str) -> None:
+        who.submit_documents([DocumentIn(id=i, text=f"Kiichiro Toyoda signed {i}.") for i in ids])
+        assert who.run_once() == 1
+
+    write(writer, "n1")
+    assert 0 < pending_share(versions.current_version(index_dir)) < 0.1 and not writer.merge_due()
+    write(writer, "n2", "n3")
+    assert pending_share(versions.current_version(index_dir)) >= 0.1 and writer.merge_due()
+    write(patient, "n4")
+    assert not patient.merge_due()  # as far behind, but no pause and no share to merge at
+
+    assert writer.merge_once() is not None
+    current = versions.current_version(index_dir)
+    assert not graph_behind(current) and pending_share(current) == 0.0
+    write(writer, "n5")
+    assert not writer.merge_due()
