@@ -447,8 +447,25 @@ class GraphArrays:
         return _row_head(self.communities, row, keep)
 
     def community_chunk_ids(self, row: int) -> list[str]:
-        """Every chunk of a community (a filter asks whether one passes)."""
+        """Every chunk of a community."""
         return _row_head(self.communities.select(["chunk_ids"]), row, head=None)["chunk_ids"]
+
+    def community_chunk_codes(self, row: int) -> np.ndarray | None:
+        """A community's chunks as positions in `community_chunk_dictionary` (None where the column is not
+        dictionary-encoded): a filter asks whether one passes without reading the ids as strings."""
+        values = pc.list_flatten(self.communities.column("chunk_ids").slice(row, 1))
+        if not pa.types.is_dictionary(values.type):
+            return None
+        return np.concatenate(
+            [c.indices.to_numpy(zero_copy_only=False) for c in values.chunks] or [np.empty(0, np.int32)]
+        )
+
+    def community_chunk_dictionary(self) -> list[str] | None:
+        """The chunk ids `community_chunk_codes` point into (one dictionary for the column)."""
+        column = self.communities.column("chunk_ids")
+        if column.num_chunks != 1 or not pa.types.is_dictionary(column.type.value_type):
+            return None
+        return column.chunk(0).values.dictionary.to_pylist()
 
     def entity_chunk_ids(self, row: int) -> list[str]:
         """Every chunk that mentions an entity, in its row's order."""

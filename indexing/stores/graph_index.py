@@ -156,6 +156,8 @@ class GraphIndex:
     table_rows: np.ndarray | None = None
     #: Per chunk node: whether its chunk is still in the table (None: all are).
     live: np.ndarray | None = None
+    #: The chunk node of each id in the communities' chunk dictionary (-1: none), made on first use.
+    _community_nodes: np.ndarray | None = None
 
     @classmethod
     def load(
@@ -250,6 +252,21 @@ class GraphIndex:
         neighbours = np.asarray(a.indices[a.indptr[entity] : a.indptr[entity + 1]])
         chunks = neighbours[neighbours >= ne] - ne
         return bool(mask[chunks].any())
+
+    def community_passes(self, community: int, mask: np.ndarray) -> bool:
+        """Whether one of the community's chunks passes the chunk mask. Its chunks are read as positions
+        in the column's dictionary, mapped to chunk nodes once per loaded graph: a community of a
+        million-chunk corpus lists up to 322,893 chunks, and looking their ids up as strings took a
+        global search under a file filter to ~0.5 s."""
+        codes = self.arrays.community_chunk_codes(community)
+        if codes is None:
+            rows = self.chunks.rows(self.arrays.community_chunk_ids(community))
+        else:
+            if self._community_nodes is None:
+                # Two searches may both make it: the same array, whichever is kept.
+                self._community_nodes = self.chunks.rows(self.arrays.community_chunk_dictionary() or [])
+            rows = self._community_nodes[codes]
+        return bool(mask[rows[rows >= 0]].any())
 
     def sources_of(self, chunk_id: str, most: int = 20) -> tuple[list[str], str | None, list[str]]:
         """A passage's sources in the graph (see `sources_of_many`)."""

@@ -109,10 +109,6 @@ class GraphRetriever:
         mask = self._columns.mask(filters, self.graph.chunks.rows)
         return mask if live is None else mask & live
 
-    def _passes(self, chunk_ids: list[str], mask: np.ndarray) -> bool:
-        rows = self.graph.chunks.rows(chunk_ids)
-        return bool(mask[rows[rows >= 0]].any())
-
     def seed_passages(self, query: RetrievalQuery) -> dict[str, list[tuple[str, float]]]:
         """The passages that seed the walk, by retriever, best first: those the search handed over, else the
         graph's own searches (semantic with the query's vector, and keyword)."""
@@ -343,7 +339,7 @@ class GraphRetriever:
         for pos in np.argsort(-sims, kind="stable").tolist():
             if len(hits) >= COMMUNITY_RESULTS:
                 break
-            if mask is not None and not self._passes(g.arrays.community_chunk_ids(pos), mask):
+            if mask is not None and not g.community_passes(pos, mask):
                 continue
             sim = float(sims[pos])
             hits.append(Candidate(str(ids[pos].as_py()), sim, min(1.0, max(0.0, sim)), kind="community"))

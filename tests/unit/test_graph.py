@@ -1018,6 +1018,20 @@ def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, cl
     assert arrays.community_head(0) == ga._row_head(arrays.communities, 0, head=ga.LIST_HEAD)
     for row, whole in enumerate(arrays.communities.to_pylist()):
         assert arrays.community_chunk_ids(row) == whole["chunk_ids"]
+    # A filter's test of a community reads its chunks as dictionary codes: the same answer as its ids.
+    graph = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
+    assert graph.arrays.community_chunk_codes(0) is not None
+    rng = np.random.default_rng(0)
+    answers = set()
+    for share in (0.0, 0.02, 0.1, 0.5, 1.0):
+        for _ in range(5):
+            mask = rng.random(graph.arrays.chunk_count) < share
+            for row, whole in enumerate(arrays.communities.to_pylist()):
+                nodes = graph.chunks.rows(whole["chunk_ids"])
+                wanted = bool(mask[nodes[nodes >= 0]].any())
+                assert graph.community_passes(row, mask) == wanted
+                answers.add(wanted)
+    assert answers == {True, False}
     body = {"text": "Sony and Toyota", "type": "global", "options": {"strategies": ["graph"], "limit": 50}}
     kinds = {r["type"]: r["metadata"] for r in _search(client, body)["results"] if r["type"] != "chunk"}
     assert set(kinds) == {"entity", "community"}
