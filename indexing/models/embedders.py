@@ -63,9 +63,7 @@ def resolve_device(device: str) -> str:
     if cuda_available():
         return "cuda"
     if device == "cuda":
-        raise ModelUnavailable(
-            "--device cuda: torch sees no CUDA device (torch.cuda.is_available() is false)"
-        )
+        raise ModelUnavailable("device cuda: torch sees no CUDA device (torch.cuda.is_available() is false)")
     return "cpu"
 
 

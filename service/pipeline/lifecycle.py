@@ -117,9 +117,13 @@ class IndexLifecycle:
                     self.search_settings.embedding_model,
                     self.search_settings.encoder,
                     self.search_settings.model_threads,
+                    self.search_settings.device,
                 )
                 self._embedder.embed_queries(["warm-up"])
                 encoder = getattr(self._embedder, "encoder", "torch")
+                device = getattr(self._embedder, "device", "cpu")
+                if device != "cpu":
+                    encoder += f" on {device}"
                 self.components["embedder"] = ComponentStatus(
                     True, f"{self.search_settings.embedding_model} loaded ({encoder})"
                 )

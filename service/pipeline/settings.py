@@ -46,6 +46,7 @@ class SearchSettings:
 
     embedding_model: str
     encoder: Literal["torch", "onnx", "auto"]
+    device: Literal["cpu", "cuda", "auto"]
     load_embedder: bool
     model_threads: int
     query_batch_max: int
@@ -83,6 +84,7 @@ class WriterSettings:
     documents_keep_tasks_s: float
     documents_merge_after_s: float | None
     documents_merge_share: float | None
+    device: str
 
 
 _Group = TypeVar("_Group", HttpSettings, SearchSettings, IndexSettings, WriterSettings)
@@ -117,6 +119,13 @@ class Settings(BaseSettings):
         description="How the query model runs: sentence-transformers on torch, its ONNX export "
         "(`hybridrag models install NAME`; about 4x faster per query here), or auto (the export when "
         "installed). Any of them searches an index built by any other (same model, cosine >= 0.99).",
+    )
+    device: Literal["cpu", "cuda", "auto"] = Field(
+        "cpu",
+        description="Where the service's model runs, for queries and for the passages the documents API "
+        "writes: the CPU, a CUDA device (torch; not ready when torch sees none), or auto (CUDA when torch "
+        "sees one). A batch of written passages is what an accelerator speeds up; cpu does not import torch "
+        "to look for one.",
     )
     query_batch_max: int = Field(
         32, ge=1, le=256, description="Most query texts encoded in one call when searches arrive together."

@@ -93,13 +93,15 @@ class DocumentWriter:
         merge_after_s: float | None = 2.0,
         applied: Callable[[], Iterable[Manifest]] | None = None,
         merge_share: float | None = 0.05,
+        device: str = "cpu",
     ) -> None:
         """`merge_after_s`: how long writes must pause before the graph is merged (None: never, in the
         background; `IndexBuilder.merge_graph` or `hybridrag index merge` then does it). `merge_share`: the
         share of the index's passages waiting for the graph at which it is merged whether writes pause or
         not (None: only at a pause), so a stream of writes cannot leave it ever further behind. `applied`: the
         manifests of the versions whose writes count as done after a crash (default: those published in
-        `index_dir`; a bucket's writer: those the bucket serves, not its local mirror's)."""
+        `index_dir`; a bucket's writer: those the bucket serves, not its local mirror's). `device`: where
+        written passages are embedded (`embedders.DEVICES`)."""
         self.index_dir = index_dir
         self.store = TaskStore(tasks_dir or index_dir / TASKS_DIR)
         self.batch_max = batch_max
@@ -123,6 +125,7 @@ class DocumentWriter:
         self._workspace_lock = threading.Lock()
         # The passage model, loaded by the first batch and kept (a model load per batch would dominate it).
         self._embedders: dict[tuple[str, str], Any] = {}
+        self.device = device
 
     @contextlib.contextmanager
     def _local(self) -> Iterator[Path]:
@@ -338,7 +341,9 @@ class DocumentWriter:
         version = base.version
         if adds or deletes:
             key = (str(config.embedding_model), config.encoder)
-            builder = IndexBuilder(folder, config, embedder=self._embedders.get(key), lock_wait_s=LOCK_WAIT_S)
+            builder = IndexBuilder(
+                folder, config, embedder=self._embedders.get(key), device=self.device, lock_wait_s=LOCK_WAIT_S
+            )
             try:
                 summary = builder.apply(
                     list(adds.values()), sorted(deletes), [t.task_id for t in batch], defer_graph=True
@@ -491,6 +496,7 @@ def writer_for(settings: WriterSettings, index: IndexSettings, engine: IndexLife
         "keep_tasks_s": settings.documents_keep_tasks_s,
         "merge_after_s": settings.documents_merge_after_s,
         "merge_share": settings.documents_merge_share,
+        "device": settings.device,
         "published": published,
     }
     if index.index_url is not None:

@@ -407,6 +407,70 @@ def test_an_index_built_without_embeddings_is_served_with_the_matching_setting(
     assert only.status_code == 200 and only.json()["results"] == []
 
 
+def test_the_service_model_runs_where_the_device_setting_says(sample_index: Path, serve: Any) -> None:
+    """`HYBRIDRAG_DEVICE` puts the service's model (queries, and the passages the documents API writes) on
+    CUDA when asked: auto falls back to the CPU where torch sees no device, and cuda then leaves the service
+    not ready, saying why, instead of running elsewhere."""
+    import httpx
+
+    from hybridrag.indexing.models.embedders import cuda_available
+    from hybridrag.pipeline.engine import SearchEngine
+
+    if cuda_available():
+        pytest.skip("this machine has a CUDA device: the refusal cannot be shown here")
+    for device, ready_status in (("auto", 200), ("cuda", 503)):
+        settings = Settings(  # type: ignore[call-arg]
+            index_dir=sample_index,
+            embedding_model="minilm",
+            device=device,
+            reload_interval_s=0,
+            _env_file=None,
+        )
+        assert settings.search.device == device
+        url = serve(create_app(settings, SearchEngine(settings), wait=True))
+        ready = httpx.get(f"{url}/readyz")
+        assert ready.status_code == ready_status, ready.text
+        embedder = ready.json()["components"]["embedder"]
+        if device == "auto":
+            assert embedder["ready"] and "on cuda" not in embedder["detail"]
+        else:
+            assert not embedder["ready"] and "no CUDA device" in embedder["detail"]
+        assert settings.writer.device == device
+    with pytest.raises(ValueError, match="device"):
+        Settings(index_dir=sample_index, device="tpu", _env_file=None)  # type: ignore[call-arg]
+
+
+def test_the_documents_writer_embeds_where_the_device_setting_says(tmp_path: Path) -> None:
+    """The writer's passages go to the configured device: cuda without one fails the task with the reason
+    and publishes nothing; auto writes on the CPU and the manifest says so."""
+    from conftest import jsonl_corpus
+
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+    from hybridrag.indexing.models.embedders import cuda_available
+    from hybridrag.indexing.stores import versions
+    from hybridrag.schemas.documents import DocumentIn
+    from hybridrag.writes.writer import DocumentWriter
+
+    if cuda_available():
+        pytest.skip("this machine has a CUDA device: the refusal cannot be shown here")
+    index_dir = tmp_path / "idx"
+    rows = [
+        {"_id": f"d{i}", "title": f"Note {i}", "text": f"Granite and basalt, note {i}."} for i in range(3)
+    ]
+    IndexBuilder(index_dir, BuildConfig(embedding_model="minilm")).build(jsonl_corpus(tmp_path / "c", rows))
+    served = versions.current_version(index_dir).version
+    for device, status in (("cuda", "failed"), ("auto", "succeeded")):
+        writer = DocumentWriter(index_dir, merge_after_s=None, tasks_dir=tmp_path / device, device=device)
+        task = writer.submit_documents([DocumentIn(id=f"n-{device}", text="Lichen on the moraine.")])
+        assert writer.run_once() == 1
+        done = writer.store.get(task.task_id)
+        assert done is not None and done.status == status, done
+        if device == "cuda":
+            assert "no CUDA device" in (done.error or "")
+            assert versions.current_version(index_dir).version == served
+    assert versions.current_version(index_dir).manifest["embedding"]["device"] == "cpu"
+
+
 def test_each_component_is_handed_its_group_of_the_settings() -> None:
     """One flat `HYBRIDRAG_*` surface; the app, the engine, the index and the writer each see only their group."""
     from dataclasses import fields
