@@ -453,12 +453,11 @@ class GraphArrays:
     def community_chunk_codes(self, row: int) -> np.ndarray | None:
         """A community's chunks as positions in `community_chunk_dictionary` (None where the column is not
         dictionary-encoded): a filter asks whether one passes without reading the ids as strings."""
-        values = pc.list_flatten(self.communities.column("chunk_ids").slice(row, 1))
-        if not pa.types.is_dictionary(values.type):
-            return None
-        return np.concatenate(
-            [c.indices.to_numpy(zero_copy_only=False) for c in values.chunks] or [np.empty(0, np.int32)]
-        )
+        column = self.communities.column("chunk_ids")
+        if column.num_chunks != 1 or not pa.types.is_dictionary(column.type.value_type):
+            return None  # positions would point into one dictionary per chunk
+        values = pc.list_flatten(column.chunk(0).slice(row, 1))
+        return np.asarray(values.indices.to_numpy(zero_copy_only=False))
 
     def community_chunk_dictionary(self) -> list[str] | None:
         """The chunk ids `community_chunk_codes` point into (one dictionary for the column)."""

@@ -259,13 +259,16 @@ class GraphIndex:
         million-chunk corpus lists up to 322,893 chunks, and looking their ids up as strings took a
         global search under a file filter to ~0.5 s."""
         codes = self.arrays.community_chunk_codes(community)
-        if codes is None:
+        nodes = self._community_nodes
+        if codes is not None and nodes is None:
+            dictionary = self.arrays.community_chunk_dictionary()
+            if dictionary is not None:
+                # Two searches may both make it: the same array, whichever is kept.
+                nodes = self._community_nodes = self.chunks.rows(dictionary)
+        if codes is None or nodes is None:
             rows = self.chunks.rows(self.arrays.community_chunk_ids(community))
         else:
-            if self._community_nodes is None:
-                # Two searches may both make it: the same array, whichever is kept.
-                self._community_nodes = self.chunks.rows(self.arrays.community_chunk_dictionary() or [])
-            rows = self._community_nodes[codes]
+            rows = nodes[codes]
         return bool(mask[rows[rows >= 0]].any())
 
     def sources_of(self, chunk_id: str, most: int = 20) -> tuple[list[str], str | None, list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import mmap
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from conftest import jsonl_corpus
 from fastapi.testclient import TestClient
@@ -1021,6 +1023,13 @@ def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, cl
     # A filter's test of a community reads its chunks as dictionary codes: the same answer as its ids.
     graph = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
     assert graph.arrays.community_chunk_codes(0) is not None
+    whole_table = graph.arrays.communities
+    assert whole_table.num_rows >= 2
+    two = pa.concat_tables([whole_table.slice(0, 1), whole_table.slice(1)])
+    chunked = dataclasses.replace(
+        graph, arrays=dataclasses.replace(graph.arrays, communities=two), _community_nodes=None
+    )
+    assert chunked.arrays.community_chunk_codes(0) is None
     rng = np.random.default_rng(0)
     answers = set()
     for share in (0.0, 0.02, 0.1, 0.5, 1.0):
@@ -1031,6 +1040,8 @@ def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, cl
                 wanted = bool(mask[nodes[nodes >= 0]].any())
                 assert graph.community_passes(row, mask) == wanted
                 answers.add(wanted)
+                # A table read as several record batches (a dictionary each) is tested by its ids.
+                assert chunked.community_passes(row, mask) == wanted
     assert answers == {True, False}
     body = {"text": "Sony and Toyota", "type": "global", "options": {"strategies": ["graph"], "limit": 50}}
     kinds = {r["type"]: r["metadata"] for r in _search(client, body)["results"] if r["type"] != "chunk"}
