@@ -450,21 +450,26 @@ class GraphArrays:
         """Every chunk of a community."""
         return _row_head(self.communities.select(["chunk_ids"]), row, head=None)["chunk_ids"]
 
-    def community_chunk_codes(self, row: int) -> np.ndarray | None:
-        """A community's chunks as positions in `community_chunk_dictionary` (None where the column is not
-        dictionary-encoded): a filter asks whether one passes without reading the ids as strings."""
-        column = self.communities.column("chunk_ids")
-        if column.num_chunks != 1 or not pa.types.is_dictionary(column.type.value_type):
-            return None  # positions would point into one dictionary per chunk
+    def chunk_codes(self, table: str, row: int) -> np.ndarray | None:
+        """The chunks of a row of `table` ("entities" or "communities") as positions in
+        `chunk_dictionary(table)`, in the row's order (None where the column is not one dictionary): a
+        filter reads them without reading the ids as strings."""
+        column = self._chunk_column(table)
+        if column is None:
+            return None
         values = pc.list_flatten(column.chunk(0).slice(row, 1))
         return np.asarray(values.indices.to_numpy(zero_copy_only=False))
 
-    def community_chunk_dictionary(self) -> list[str] | None:
-        """The chunk ids `community_chunk_codes` point into (one dictionary for the column)."""
-        column = self.communities.column("chunk_ids")
+    def chunk_dictionary(self, table: str) -> list[str] | None:
+        """The chunk ids `chunk_codes(table, ...)` point into."""
+        column = self._chunk_column(table)
+        return None if column is None else column.chunk(0).values.dictionary.to_pylist()
+
+    def _chunk_column(self, table: str) -> pa.ChunkedArray | None:
+        column = {"entities": self.entities, "communities": self.communities}[table].column("chunk_ids")
         if column.num_chunks != 1 or not pa.types.is_dictionary(column.type.value_type):
-            return None
-        return column.chunk(0).values.dictionary.to_pylist()
+            return None  # positions would point into one dictionary per batch
+        return column
 
     def entity_chunk_ids(self, row: int) -> list[str]:
         """Every chunk that mentions an entity, in its row's order."""

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hybridrag.indexing.documents.sources import Document
+from hybridrag.indexing.stores.graph_index import GraphIndex
 from hybridrag.indexing.stores.tables import Chunk
 from hybridrag.pipeline.fusion import FusedItem
 from hybridrag.pipeline.highlight import best_sentence, fragment, term_matches
@@ -134,16 +134,17 @@ def graph_path(index: LoadedIndex, rows: PageRows, trace: Any, item_id: str) -> 
     return path
 
 
-def _chunks_in_files(index: LoadedIndex, chunk_ids: list[str], files: Sequence[str]) -> list[str]:
-    """The chunks of `chunk_ids` that the index holds and that come from one of `files`, in their order:
-    their rows looked up and their files read in one batch (a hub entity lists tens of thousands)."""
-    found = index.chunks.rows(chunk_ids)
-    held = np.flatnonzero(found >= 0)
-    chunk_files = index.chunks.column("file_id").take(pa.array(found[held]))
+def _chunks_in_files(index: LoadedIndex, graph: GraphIndex, entity: int, files: Sequence[str]) -> list[str]:
+    """The chunks that mention the entity, that the index holds and that come from one of `files`, in the
+    entity's order: their rows from the graph's dictionary codes (`GraphIndex.entity_table_rows`), their
+    files read in one batch (a hub entity lists tens of thousands)."""
+    rows = graph.entity_table_rows(entity)
+    held = rows[rows >= 0]
+    chunk_files = index.chunks.column("file_id").take(pa.array(held))
     passing = pc.is_in(chunk_files, value_set=pa.array(list(files), pa.string())).to_numpy(
         zero_copy_only=False
     )
-    return [chunk_ids[i] for i in held[passing].tolist()]
+    return [str(c) for c in index.chunks.column("chunk_id").take(pa.array(held[passing])).to_pylist()]
 
 
 def graph_item(
@@ -170,7 +171,7 @@ def graph_item(
         if allowed is not None:
             keep = {
                 "file_ids": allowed,
-                "chunk_ids": _chunks_in_files(index, graph.arrays.entity_chunk_ids(row), allowed),
+                "chunk_ids": _chunks_in_files(index, graph, row, allowed),
             }
         e = graph.arrays.entity_head(row, keep)
         relation_ids = graph.arrays.relation_ids(graph.arrays.relations_of(row)[:10])

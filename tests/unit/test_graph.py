@@ -1022,14 +1022,28 @@ def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, cl
         assert arrays.community_chunk_ids(row) == whole["chunk_ids"]
     # A filter's test of a community reads its chunks as dictionary codes: the same answer as its ids.
     graph = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
-    assert graph.arrays.community_chunk_codes(0) is not None
-    whole_table = graph.arrays.communities
-    assert whole_table.num_rows >= 2
-    two = pa.concat_tables([whole_table.slice(0, 1), whole_table.slice(1)])
+    assert graph.arrays.chunk_codes("communities", 0) is not None
+    assert graph.arrays.communities.num_rows >= 2
+
+    def two_batches(table: pa.Table) -> pa.Table:
+        return pa.concat_tables([table.slice(0, 1), table.slice(1)])
+
     chunked = dataclasses.replace(
-        graph, arrays=dataclasses.replace(graph.arrays, communities=two), _community_nodes=None
+        graph,
+        arrays=dataclasses.replace(
+            graph.arrays,
+            communities=two_batches(graph.arrays.communities),
+            entities=two_batches(graph.arrays.entities),
+        ),
+        _dictionary_nodes={},
     )
-    assert chunked.arrays.community_chunk_codes(0) is None
+    assert chunked.arrays.chunk_codes("communities", 0) is None
+    assert chunked.arrays.chunk_codes("entities", 0) is None
+    # An entity's chunks as table rows, in its order, from the codes and (batches) from the ids alike.
+    for row, whole in enumerate(arrays.entities.to_pylist()):
+        wanted = graph.chunks.rows(whole["chunk_ids"]).tolist()
+        assert graph.entity_table_rows(row).tolist() == wanted
+        assert chunked.entity_table_rows(row).tolist() == wanted
     rng = np.random.default_rng(0)
     answers = set()
     for share in (0.0, 0.02, 0.1, 0.5, 1.0):

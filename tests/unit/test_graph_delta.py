@@ -89,6 +89,14 @@ def test_a_link_weighs_what_the_merged_graph_gives_the_same_mention(tmp_path: Pa
     assert delta.outward[delta.entity.tolist().index(toyoda)] == 1.0
 
 
+def _check_entity_table_rows(index: LoadedIndex) -> None:
+    """A graph built for an earlier table maps each entity's chunks to the table's rows as its ids do."""
+    graph = index.graph
+    assert graph is not None and graph.lagging
+    for row, entity in enumerate(graph.arrays.entities.to_pylist()):
+        assert graph.entity_table_rows(row).tolist() == index.chunks.rows(entity["chunk_ids"]).tolist()
+
+
 def test_new_names_filters_deletions_and_merges_hold_for_linked_passages(tmp_path: Path) -> None:
     index_dir = tmp_path / "index"
     builder = IndexBuilder(index_dir, NO_MODEL)
@@ -98,6 +106,7 @@ def test_new_names_filters_deletions_and_merges_hold_for_linked_passages(tmp_pat
     nintendo, retired = _chunk_of(index, "nintendo"), _chunk_of(index, "retired")
     freshness = index.graph_freshness()
     assert freshness is not None and freshness["chunksAhead"] == 2 and freshness["chunksLinked"] == 2
+    _check_entity_table_rows(index)
 
     # A name only the new passage holds ("Fusajiro Yamauchi") leads the walk to it; a filter on another
     # file rules it out, one on its own file keeps it; the same for the graph's own names.
@@ -114,6 +123,7 @@ def test_new_names_filters_deletions_and_merges_hold_for_linked_passages(tmp_pat
     assert nintendo not in set(links.column("chunk_id").to_pylist())
     assert nintendo not in _graph_hits(index, "Fusajiro Yamauchi")
     assert retired in _graph_hits(index, "Kiichiro Toyoda")
+    _check_entity_table_rows(index)
 
     # A merge that took the version before a write attaches its graph with the write's links kept (the
     # merged graph does not hold that passage); the passages it merged are its own nodes now.
