@@ -446,9 +446,9 @@ class GraphArrays:
         """A community's row as a result shows it (`_row_head`)."""
         return _row_head(self.communities, row, keep)
 
-    def community_chunk_ids(self, row: int) -> list[str]:
-        """Every chunk of a community."""
-        return _row_head(self.communities.select(["chunk_ids"]), row, head=None)["chunk_ids"]
+    def row_chunk_ids(self, table: str, row: int) -> list[str]:
+        """Every chunk of a row of `table` ("entities" or "communities"), in the row's order."""
+        return _row_head(self._chunk_table(table).select(["chunk_ids"]), row, head=None)["chunk_ids"]
 
     def chunk_codes(self, table: str, row: int) -> np.ndarray | None:
         """The chunks of a row of `table` ("entities" or "communities") as positions in
@@ -466,14 +466,13 @@ class GraphArrays:
         return None if column is None else column.chunk(0).values.dictionary.to_pylist()
 
     def _chunk_column(self, table: str) -> pa.ChunkedArray | None:
-        column = {"entities": self.entities, "communities": self.communities}[table].column("chunk_ids")
+        column = self._chunk_table(table).column("chunk_ids")
         if column.num_chunks != 1 or not pa.types.is_dictionary(column.type.value_type):
             return None  # positions would point into one dictionary per batch
         return column
 
-    def entity_chunk_ids(self, row: int) -> list[str]:
-        """Every chunk that mentions an entity, in its row's order."""
-        return _row_head(self.entities.select(["chunk_ids"]), row, head=None)["chunk_ids"]
+    def _chunk_table(self, table: str) -> pa.Table:
+        return {"entities": self.entities, "communities": self.communities}[table]
 
     def community_row(self, community_id: str) -> int | None:
         return self.community_keys.find(community_id, self.communities.column("id"))

@@ -280,10 +280,7 @@ class GraphIndex:
                 # Two searches may both make it: the same array, whichever is kept.
                 nodes = self._dictionary_nodes[table] = self.chunks.rows(dictionary)
         if codes is None or nodes is None:
-            ids = (
-                self.arrays.community_chunk_ids if table == "communities" else self.arrays.entity_chunk_ids
-            )(row)
-            return np.asarray(self.chunks.rows(ids), dtype=np.int64)
+            return np.asarray(self.chunks.rows(self.arrays.row_chunk_ids(table, row)), dtype=np.int64)
         return nodes[codes]
 
     def sources_of(self, chunk_id: str, most: int = 20) -> tuple[list[str], str | None, list[str]]:

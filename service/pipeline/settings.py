@@ -84,7 +84,7 @@ class WriterSettings:
     documents_keep_tasks_s: float
     documents_merge_after_s: float | None
     documents_merge_share: float | None
-    device: str
+    device: Literal["cpu", "cuda", "auto"]
 
 
 _Group = TypeVar("_Group", HttpSettings, SearchSettings, IndexSettings, WriterSettings)

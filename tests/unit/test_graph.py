@@ -1019,7 +1019,7 @@ def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, cl
     assert arrays.entity_head(0) == ga._row_head(arrays.entities, 0)
     assert arrays.community_head(0) == ga._row_head(arrays.communities, 0, head=ga.LIST_HEAD)
     for row, whole in enumerate(arrays.communities.to_pylist()):
-        assert arrays.community_chunk_ids(row) == whole["chunk_ids"]
+        assert arrays.row_chunk_ids("communities", row) == whole["chunk_ids"]
     # A filter's test of a community reads its chunks as dictionary codes: the same answer as its ids.
     graph = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
     assert graph.arrays.chunk_codes("communities", 0) is not None
