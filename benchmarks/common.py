@@ -126,7 +126,8 @@ def regraph_if_older(index_dir: Path, config: Any = None) -> bool:
         or not GraphArrays.present(arrays)
         or (GraphArrays.format_of(arrays) or 0) < 5
     )
-    old_extraction = graph.get("extraction", "rules") != packaged_extraction_version()
+    wanted = packaged_extraction_version(tagger_types=config.name_typing == "tagger")
+    old_extraction = graph.get("extraction", "rules") != wanted
     if not (old_graph or old_storage or old_extraction):
         return False
     IndexBuilder(index_dir, config).regraph(reextract=old_extraction)

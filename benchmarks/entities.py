@@ -186,8 +186,9 @@ def run_entities(
         + (
             ""
             if rules_only
-            else ", English names typed by the fitted typer, names in English without letter case found"
-            " by the name tagger, Japanese names by the CRF tagger over the rules' names"
+            else ", English names typed by the name tagger and the fitted typer together, names in English"
+            " without letter case found by the name tagger, Japanese names by the CRF tagger over the rules'"
+            " names"
         ),
         "extractionVersion": extractor.version,
         "offset": offset,

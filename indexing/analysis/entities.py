@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+import numpy as np
+
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.analysis.entity_types import ORGANIZATION, OTHER, PERSON, PLACE
 from hybridrag.indexing.analysis.ja_rules import japanese_rules
@@ -131,25 +133,35 @@ TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a he
 RULES_REVISION = 9
 # Tags below this mean probability are left out: the tagger also tags ordinary noun phrases (0.5, 0.6, 0.75
 # and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too).
-# It reads only the sentences the capitalisation rules cannot (it is ~30x slower than they are;
-# benchmarks/README.md, "Constants").
+# (Where letter case says something the capitalisation rules find the names and the tagger only types them.)
 TAG_MIN_CONFIDENCE = 0.75
+# What the English tagger does, recorded in the extraction version beside its weights' digest: since
+# 2026-11-29 it also types the names the capitalisation rules find in sentences with letter case (typed F1
+# 0.606 -> 0.687 on the English dev file; benchmarks/README.md, "Constants"); before, it read only
+# sentences without letter case and the typer typed the rest.
+TAGGER_ROLE = "types"
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
 
 def extraction_version(
-    typer: SpanTyper | None, tagger: NameTagger | None = None, japanese: JapaneseTagger | None = None
+    typer: SpanTyper | None,
+    tagger: NameTagger | None = None,
+    japanese: JapaneseTagger | None = None,
+    tagger_types: bool = True,
 ) -> str:
     parts = [f"rules-{RULES_REVISION}"]
     parts += [typer.version] if typer is not None else []
-    parts += [tagger.version] if tagger is not None else []
+    if tagger is not None:
+        parts.append(f"{tagger.version}-{TAGGER_ROLE}" if tagger_types else tagger.version)
     parts += [japanese.version] if japanese is not None else []
     return "+".join(parts)
 
 
-def packaged_extraction_version() -> str:
+def packaged_extraction_version(tagger_types: bool = True) -> str:
     """What a default `EntityExtractor` records, without building one (no Sudachi dictionary loaded)."""
-    return extraction_version(packaged_typer(), packaged_tagger(), packaged_japanese_tagger(RULES_REVISION))
+    return extraction_version(
+        packaged_typer(), packaged_tagger(), packaged_japanese_tagger(RULES_REVISION), tagger_types
+    )
 
 
 def casing_informative(text: str) -> bool:
@@ -187,12 +199,18 @@ class EntityExtractor:
 
     Args:
         analyzer: the index's analyzer (its Sudachi tokenizer reads Japanese).
-        typer: types English names; the packaged model when not given.
-        tagger: finds and types English names from their sentence (`name_tagger`); the packaged one when
+        typer: types English titles' names (and every English name when there is no tagger); the
+            packaged model when not given.
+        tagger: finds and types English names where letter case says nothing, and types the names the
+            capitalisation rules find elsewhere, from their sentence (`name_tagger`); the packaged one when
             not given and installed.
         japanese: finds and types Japanese names from the rules' names and the morphemes (`ja_tagger`);
             the packaged one when not given and installed.
         rules_only: name entities by the rules alone (what fitting the models starts from).
+        english_tagger: False to leave the English tagger out (the typer types every English name, and
+            case-less English gets the lexicon's names alone), as where the tagger cannot run.
+        tagger_types: False to let the typer alone type the names capitalisation finds (no tagger pass
+            over cased text: faster, less right; `BuildConfig.name_typing`).
     """
 
     def __init__(
@@ -203,29 +221,33 @@ class EntityExtractor:
         japanese: JapaneseTagger | None = None,
         *,
         rules_only: bool = False,
+        english_tagger: bool = True,
+        tagger_types: bool = True,
     ) -> None:
         self._analyzer = analyzer
         self._typer = None if rules_only else (typer or packaged_typer())
-        self._tagger = None if rules_only else (tagger or packaged_tagger())
+        self._tagger = None if rules_only or not english_tagger else (tagger or packaged_tagger())
         self._japanese = None if rules_only else (japanese or packaged_japanese_tagger(RULES_REVISION))
+        self._tagger_types = tagger_types
 
     @property
     def version(self) -> str:
-        """What finds and types the mentions: the rules' revision, the typer's weights when it types
-        English names, the tagger's when it reads English without letter case and the Japanese tagger's
-        ("rules-9+typer-…+tagger-…+ja-…", digests of the weights). An index records it (`index regraph
+        """What finds and types the mentions: the rules' revision, the typer's weights (titles, and every
+        English name when there is no tagger), the English tagger's and what it does, and the Japanese
+        tagger's ("rules-9+typer-…+tagger-…-types+ja-…", digests of the weights). An index records it (`index regraph
         --reextract` brings one extracted by another up to date)."""
-        return extraction_version(self._typer, self._tagger, self._japanese)
+        return extraction_version(self._typer, self._tagger, self._japanese, self._tagger_types)
 
     def extract(self, text: str) -> list[Mention]:
         """Mentions per sentence of `text`, in order."""
         return self.extract_many([text])[0]
 
     def extract_many(self, texts: Sequence[str]) -> list[list[Mention]]:
-        """`extract` of each text; the tagger reads their sentences without letter case together, in
-        batches (sentences with letter case never reach it: see `TAG_MIN_CONFIDENCE`)."""
+        """`extract` of each text; the tagger reads their sentences together, in batches: those without
+        letter case for their names, the others for the types of the names capitalisation finds."""
         plan: list[list[tuple[int, int, str, str]]] = []
         caseless: list[str] = []
+        cased: dict[str, list[NameSpan]] = {}
         for text in texts:
             sentences = []
             for start, end in split_sentences(text):
@@ -238,24 +260,51 @@ class EntityExtractor:
                         # Numbers and punctuation between sentences ("561.", "3).") name nothing.
                         if _WORD_RUN.search(sentence):
                             caseless.append(sentence)
+                    elif sentence not in cased:
+                        cased[sentence] = self.english_spans(sentence)
                 sentences.append((start, end, sentence, how))
             plan.append(sentences)
         unique = list(dict.fromkeys(caseless))  # a repeated sentence is read once
         tagged = dict(zip(unique, self._tagger.tag(unique), strict=True)) if self._tagger is not None else {}
+        read = self._tagger_readings(cased)
         out = []
         for sentences in plan:
             mentions: list[Mention] = []
+            # The tagger's reading of each name it typed here (by the mention's position), for `_one_type`.
+            readings: dict[int, np.ndarray] = {}
             for start, end, sentence, how in sentences:
                 if how == "japanese":
                     mentions.extend(self._japanese_mentions(sentence, start, end))
                     continue
                 if how == "cased":
-                    found = self._english(sentence)
-                else:
-                    found = self._case_free(sentence, tagged.get(sentence, ()))
+                    for surface, kind, reading in self._english_read(
+                        sentence, cased[sentence], read.get(sentence)
+                    ):
+                        if reading is not None:
+                            readings[len(mentions)] = reading
+                        mentions.append(Mention(normalize_name(surface), surface, kind, start, end))
+                    continue
+                found = self._case_free(sentence, tagged.get(sentence, ()))
                 mentions.extend(Mention(normalize_name(s), s, t, start, end) for s, t in found)
-            out.append(_resolve_aliases(mentions))
+            out.append(_resolve_aliases(self._one_type(mentions, readings)))
         return out
+
+    def _one_type(self, mentions: list[Mention], readings: dict[int, np.ndarray]) -> list[Mention]:
+        """A name the tagger typed more than once in one text gets one type: the most probable over all its
+        readings there (their probabilities summed). A text names one thing by one name, and one
+        sentence's reading can be wrong where the others are right ("Toyota" in the sample's
+        toyota-en.md: a place in one sentence, an organisation in the others)."""
+        if self._tagger is None or len(readings) < 2:
+            return mentions
+        totals: dict[str, np.ndarray] = {}
+        for at, reading in readings.items():
+            key = mentions[at].key
+            totals[key] = totals[key] + reading if key in totals else reading
+        kinds = self._tagger.kinds
+        return [
+            replace(m, type=kinds[int(np.argmax(totals[m.key]))]) if at in readings else m
+            for at, m in enumerate(mentions)
+        ]
 
     def extract_title(self, title: str) -> list[Mention]:
         """Entities named by a document title, as document-level mentions (sentence offsets -1).
@@ -303,15 +352,49 @@ class EntityExtractor:
             return [(text, known or OTHER)]
         return [(text, self._typer.type_of(span_features(text, 0, len(text), OTHER, casing=False)))]
 
+    def _tagger_readings(self, cased: dict[str, list[NameSpan]]) -> dict[str, list[np.ndarray | None]]:
+        """The tagger's reading (`NameTagger.span_types`) of every name of these sentences, where one of
+        them is a name whose type `_english` leaves to a model."""
+        asked = {s: spans for s, spans in cased.items() if any(_model_typed(span) for span in spans)}
+        if self._tagger is None or not self._tagger_types or not asked:
+            return {}
+        sentences = list(asked)
+        read = self._tagger.span_types(
+            sentences, [[(sp.start, sp.end) for sp in asked[s]] for s in sentences]
+        )
+        return dict(zip(sentences, read, strict=True))
+
     def _english(self, sentence: str, title_case: bool = False) -> list[tuple[str, str]]:
-        found = []
-        for span in self.english_spans(sentence, title_case):
-            kind = span.rule_type
-            # A personal title ("Dr.", "Queen") says person, and a name the lexicon knows says its type,
-            # more surely than anything the typer reads.
-            if self._typer is not None and not span.titled and not span.known:
-                kind = self._typer.type_of(span_features(sentence, span.start, span.end, kind, casing=True))
-            found.append((span.name, kind))
+        return [
+            (name, kind)
+            for name, kind, _r in self._english_read(sentence, self.english_spans(sentence, title_case))
+        ]
+
+    def _english_read(
+        self, sentence: str, spans: list[NameSpan], readings: Sequence[np.ndarray | None] | None = None
+    ) -> list[tuple[str, str, np.ndarray | None]]:
+        """The names capitalisation found (`spans`) with their types, and the models' reading where they
+        typed one. A personal title ("Dr.", "Queen") says person and a name the lexicon knows says its
+        type, more surely than a model. Otherwise two models read the name: the tagger, from its whole
+        sentence (`readings`, one per span, from `_tagger_readings`; fitted on CoNLL-2003's news), and the
+        typer, from the name's words and its neighbours (fitted on WikiANN's Wikipedia names); the type
+        is the most probable under the product of their probabilities, unweighted (typed F1 on the
+        English dev file: the typer alone 0.606, the tagger alone 0.687, both 0.690; benchmarks/README.md).
+        Without the tagger, the typer alone."""
+        found: list[tuple[str, str, np.ndarray | None]] = []
+        for k, span in enumerate(spans):
+            kind, reading = span.rule_type, None
+            if _model_typed(span):
+                reading = readings[k] if readings is not None else None
+                features = span_features(sentence, span.start, span.end, kind, casing=True)
+                if reading is not None and self._tagger is not None:
+                    if self._typer is not None:
+                        reading = reading * self._typer.probabilities(features, self._tagger.kinds)
+                        reading = reading / max(float(reading.sum()), 1e-12)
+                    kind = self._tagger.kinds[int(np.argmax(reading))]
+                elif self._typer is not None:
+                    kind = self._typer.type_of(features)
+            found.append((span.name, kind, reading))
         return found
 
     def english_spans(self, sentence: str, title_case: bool = False) -> list[NameSpan]:
@@ -405,6 +488,11 @@ class EntityExtractor:
         if morphemes is None:
             morphemes = self._analyzer.japanese.morphemes(sentence)
         return japanese_rules(sentence, morphemes)
+
+
+def _model_typed(span: NameSpan) -> bool:
+    """Whether a model, not the rules, says what type this name is (`EntityExtractor._english`)."""
+    return not span.titled and not span.known
 
 
 def lexicon_name(surface: str) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from importlib.util import find_spec
@@ -30,10 +31,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from hybridrag.indexing.analysis.bio import bio_spans
-from hybridrag.indexing.models.registry import default_models_dir
+from hybridrag.indexing.models.registry import available_cores, default_models_dir
 
 FOLDER = Path(__file__).parent / "name_tagger"
 TYPES = {"PER": "person", "ORG": "organization", "LOC": "place", "MISC": "other"}
+_TYPE_ORDER = ("person", "organization", "place", "other")
+_FLOOR = 1e-9  # added to a label's probability before its log: a zero would rule a type out outright
 LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")
 #: The labels of a tagger fitted on data with MISC names (CoNLL-2003); its model.json says which it has.
 MISC_LABELS = (*LABELS, "B-MISC", "I-MISC")
@@ -48,7 +51,14 @@ ADAPTED = (
 )
 MAX_TOKENS = 256  # a chunk's text is cut into windows of this many word pieces
 _BATCH = 16
-#: Largest difference between the export's and torch's label probabilities that `export_onnx` accepts.
+# Bumped when the export changes; `hybridrag models install` redoes an export made by an older recipe.
+# 2: int8 weights (per channel, 7 bits as the passage encoder's) where the sample keeps its tags: ~1.8x the
+# sentences a second for 0.002 typed F1 (benchmarks/README.md, "Constants"); 1: fp32.
+EXPORT_RECIPE = 2
+#: Most int8 runs at once (`_OnnxRunner.workers`).
+MAX_WORKERS = 4
+#: Largest difference between an fp32 export's and torch's label probabilities that `export_onnx` accepts
+#: (an int8 one is kept if it tags the sample as torch does; its largest difference is recorded).
 MAX_EXPORT_DIFF = 1e-4
 #: Sentences the export is checked on, in every letter case.
 EXPORT_SAMPLE = (
@@ -119,6 +129,7 @@ class _Runner(Protocol):
 
     cls_id: int
     sep_id: int
+    workers: int  # batches run at once, each on one thread (1: one at a time, on the runtime's threads)
 
     def encode(self, text: str) -> Encoded: ...
 
@@ -151,6 +162,7 @@ class _TorchRunner:
                 b = torch.from_numpy(weights[name + ".b"].astype(np.float32))
                 params[name + ".weight"] += (b @ a) * scale
         self.model = model
+        self.workers = 1
         self.head_w = torch.from_numpy(weights["head.weight"].astype(np.float32))
         self.head_b = torch.from_numpy(weights["head.bias"].astype(np.float32))
 
@@ -182,6 +194,12 @@ class _OnnxRunner:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        # An int8 export reads one window a call (`NameTagger`); a call that small spends its time between
+        # the runtime's threads, not in them: one thread a call and calls side by side read 1.8x the windows
+        # a second of one call at a time on two threads (benchmarks/README.md, "Constants"). A call's
+        # arithmetic is the same either way.
+        self.workers = min(available_cores(), MAX_WORKERS) if _export_precision(folder) == "int8" else 1
+
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # The file pads and cuts at 128 pieces for sentence-transformers; windows are cut here instead.
         self.tokenizer.no_truncation()
@@ -193,6 +211,9 @@ class _OnnxRunner:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if self.workers > 1:
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(
             str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
@@ -215,8 +236,15 @@ class NameTagger:
         meta = json.loads((folder / "model.json").read_text())
         self.folder = folder
         self.labels: list[str] = meta["labels"]
-        self.version = "tagger-" + meta["digest"]
+        #: The types its labels name, in `span_types`' order.
+        self.kinds = tuple(k for k in _TYPE_ORDER if any(TYPES[x[2:]] == k for x in self.labels if x != "O"))
         self.runtime = "torch" if onnx is None else "onnx"
+        self.precision = "fp32" if onnx is None else _export_precision(onnx)
+        # An int8 export's probabilities differ from the weights' own (up to ~0.2 on a piece), so its tags
+        # can: the version says so. int8 runs quantize a batch's inputs with one scale, so such an export
+        # reads one window a call, keeping a text's tags a function of the text alone.
+        self.version = "tagger-" + meta["digest"] + ("-int8" if self.precision == "int8" else "")
+        self._batch = 1 if self.precision == "int8" else _BATCH
         self._meta = meta
         self._base = base
         self._onnx = onnx
@@ -234,26 +262,90 @@ class NameTagger:
     def tag(self, texts: Sequence[str]) -> list[list[Tag]]:
         """The names in each text, in order (texts longer than a window are read window by window)."""
         out: list[list[Tag]] = [[] for _ in texts]
-        if not texts:
-            return out  # the model is loaded only when there is text to read
-        runner = self._load()
-        windows = [(i, w) for i, text in enumerate(texts) for w in self._windows(runner, text)]
-        # Similar lengths batched together: padding is most of the cost otherwise.
-        windows.sort(key=lambda iw: len(iw[1][0]))
-        for at in range(0, len(windows), _BATCH):
-            batch = windows[at : at + _BATCH]
-            width = max(len(ids) for _i, (ids, _o, _w) in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, (_i, (piece_ids, _o, _w)) in enumerate(batch):
-                ids[row, : len(piece_ids)] = piece_ids
-                mask[row, : len(piece_ids)] = 1
-            probs = runner.probs(ids, mask)
-            for row, (i, (_ids, offsets, words)) in enumerate(batch):
-                out[i].extend(self._decode(probs[row], offsets, words))
+        for i, probs, offsets, firsts in self._read(texts):
+            out[i].extend(self._decode(probs, offsets, firsts))
         for tags in out:
             tags.sort(key=lambda t: t.start)
         return out
+
+    def span_types(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> list[list[np.ndarray | None]]:
+        """How each of a text's spans (`text[start:end]`, names found by other means) reads in its sentence:
+        a probability for each of `kinds` that the span is one name of that type, as the tagger's labels
+        spell it (B- at its first word, I- at each later one: the product of their probabilities, scaled
+        to sum to 1 over the types); None for a span in which no word starts. "O" is not a choice: the span
+        is taken to be a name. The later words count because they often say what the first cannot ("Tokyo
+        Tsushin Kogyo": B-LOC, then I-ORG twice)."""
+        opens = np.zeros((len(self.labels), len(self.kinds)), dtype=np.float32)
+        goes_on = np.zeros_like(opens)
+        for row, label in enumerate(self.labels):
+            if label != "O":
+                (opens if label.startswith("B-") else goes_on)[row, self.kinds.index(TYPES[label[2:]])] = 1.0
+        # Each text's words: where their first piece starts, and their B- and I- labels' mass per type.
+        starts: list[list[int]] = [[] for _ in texts]
+        first: list[list[np.ndarray]] = [[] for _ in texts]
+        later: list[list[np.ndarray]] = [[] for _ in texts]
+        wanted = [i for i, text_spans in enumerate(spans) if text_spans]
+        for j, probs, offsets, firsts in self._read([texts[i] for i in wanted]):
+            starts[wanted[j]].extend(offsets[f][0] for f in firsts)
+            first[wanted[j]].append(probs[firsts] @ opens)
+            later[wanted[j]].append(probs[firsts] @ goes_on)
+        out: list[list[np.ndarray | None]] = []
+        for i, text_spans in enumerate(spans):
+            if not text_spans:
+                out.append([])
+                continue
+            # A text's windows come back in its order, so its words' starts ascend.
+            at = np.asarray(starts[i], dtype=np.int64)
+            b_mass, i_mass = (np.log(np.vstack(m) + _FLOOR) if m else None for m in (first[i], later[i]))
+            found: list[np.ndarray | None] = []
+            for start, end in text_spans:
+                a, b = np.searchsorted(at, start), np.searchsorted(at, end)
+                if b > a and b_mass is not None and i_mass is not None:
+                    score = b_mass[a] + i_mass[a + 1 : b].sum(axis=0)
+                    found.append(np.exp(score - score.max()) / np.exp(score - score.max()).sum())
+                else:
+                    found.append(None)
+            out.append(found)
+        return out
+
+    def _read(
+        self, texts: Sequence[str]
+    ) -> Iterable[tuple[int, np.ndarray, list[tuple[int, int]], list[int]]]:
+        """Each window of each text with its label probabilities: (the text's position, probabilities of the
+        window's pieces, their character offsets, which pieces start a word). A text's windows come in its
+        order; texts come in batches of similar length."""
+        if not texts:
+            return  # the model is loaded only when there is text to read
+        runner = self._load()
+        windows = [(i, w) for i, text in enumerate(texts) for w in self._windows(runner, text)]
+        # Similar lengths batched together: padding is most of the cost otherwise. The sort is stable, so a
+        # text's windows keep their order among equal lengths; `span_types` reads each text's in order.
+        order = sorted(range(len(windows)), key=lambda k: len(windows[k][1][0]))
+        batches = [order[at : at + self._batch] for at in range(0, len(order), self._batch)]
+
+        def run(batch: list[int]) -> np.ndarray:
+            width = max(len(windows[k][1][0]) for k in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, k in enumerate(batch):
+                piece_ids = windows[k][1][0]
+                ids[row, : len(piece_ids)] = piece_ids
+                mask[row, : len(piece_ids)] = 1
+            return runner.probs(ids, mask)
+
+        if runner.workers > 1 and len(batches) > 1:
+            with ThreadPoolExecutor(min(runner.workers, len(batches)), thread_name_prefix="tagger") as pool:
+                read = list(pool.map(run, batches))
+        else:
+            read = [run(batch) for batch in batches]
+        results: list[tuple[int, np.ndarray, list[tuple[int, int]], list[int]]] = [None] * len(windows)  # type: ignore[list-item]
+        for batch, probs in zip(batches, read, strict=True):
+            for row, k in enumerate(batch):
+                i, (_ids, offsets, words) = windows[k]
+                results[k] = (i, probs[row], offsets, words)
+        yield from results
 
     @staticmethod
     def _windows(runner: _Runner, text: str) -> Iterable[tuple[list[int], list[tuple[int, int]], list[int]]]:
@@ -288,6 +380,24 @@ class NameTagger:
         ]
 
 
+def _export_precision(folder: Path) -> str:
+    try:
+        return str(json.loads((folder / "export.json").read_text("utf-8")).get("precision", "fp32"))
+    except (ValueError, OSError):
+        return "fp32"
+
+
+def export_is_current(folder: Path, tagger_folder: Path = FOLDER) -> bool:
+    """Whether `folder` holds an export of these weights made by this release's recipe (`EXPORT_RECIPE`);
+    `hybridrag models install` makes it anew otherwise."""
+    if not export_matches(folder, tagger_folder):
+        return False
+    try:
+        return bool(json.loads((folder / "export.json").read_text("utf-8")).get("recipe") == EXPORT_RECIPE)
+    except (ValueError, OSError):
+        return False
+
+
 def export_matches(folder: Path, tagger_folder: Path = FOLDER) -> bool:
     """Whether `folder` holds an ONNX export of the tagger whose weights are in `tagger_folder`."""
     info = folder / "export.json"
@@ -307,15 +417,17 @@ def export_matches(folder: Path, tagger_folder: Path = FOLDER) -> bool:
 def export_onnx(
     target: Path | None = None, folder: Path = FOLDER, base: Path | None = None
 ) -> dict[str, Any]:
-    """Export the tagger (the base encoder with the adapters merged in, the head and the softmax) to ONNX in
-    fp32 at `target`, check it against torch on `EXPORT_SAMPLE` in every letter case (the same tags, label
-    probabilities within `MAX_EXPORT_DIFF`), and return what export.json records. Needs torch; the folder is
-    replaced whole or not at all."""
+    """Export the tagger (the base encoder with the adapters merged in, the head and the softmax) to ONNX at
+    `target` and check it against torch on `EXPORT_SAMPLE` in every letter case: int8 (per channel) if it
+    tags the sample as torch does, else fp32, which must tag it the same with label probabilities within
+    `MAX_EXPORT_DIFF`. Returns what export.json records. Needs torch; the folder is replaced whole or not at
+    all."""
     import os
     import shutil
     import tempfile
 
     import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     from hybridrag.indexing.models.onnx_encoder import OPSET, torch_to_onnx
 
@@ -337,30 +449,47 @@ def export_onnx(
             return _probabilities(self.encoder, self.head_w, self.head_b, input_ids, attention_mask)
 
     staging = Path(tempfile.mkdtemp(prefix="tagger-export-", dir=target.parent))
+    fp32 = staging.parent / (staging.name + "-fp32.onnx")
+    texts = [t for text in EXPORT_SAMPLE for t in (text, text.lower(), text.upper())]
     try:
-        torch_to_onnx(Probabilities(), staging / "model.onnx", "probabilities")
+        torch_to_onnx(Probabilities(), fp32, "probabilities")
         shutil.copy((base or base_path()) / "tokenizer.json", staging / "tokenizer.json")
-        exported = NameTagger(folder, base, onnx=staging)
-        texts = [t for text in EXPORT_SAMPLE for t in (text, text.lower(), text.upper())]
-        if not _same_tags(exported, reference, texts):
-            raise RuntimeError(
-                "the tagger's ONNX export tags the sample differently from torch: not installed"
-            )
+        # reduce_range: 7-bit weights, as the passage encoder's (see onnx_encoder.EXPORT_RECIPE).
+        quantize_dynamic(
+            str(fp32),
+            str(staging / "model.onnx"),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=True,
+        )
+        precision = "int8"
+        (staging / "export.json").write_text(json.dumps({"precision": precision}), "utf-8")
+        if not _same_tags(NameTagger(folder, base, onnx=staging), reference, texts):
+            log.warning("the tagger's int8 export tags the sample differently from torch: exporting fp32")
+            precision = "fp32"
+            os.replace(fp32, staging / "model.onnx")
+            (staging / "export.json").write_text(json.dumps({"precision": precision}), "utf-8")
+            if not _same_tags(NameTagger(folder, base, onnx=staging), reference, texts):
+                raise RuntimeError(
+                    "the tagger's ONNX export tags the sample differently from torch: not installed"
+                )
+        exported = NameTagger(folder, base, onnx=staging)._load()
         largest = 0.0
         for text in texts:
-            batch = [w[0] for w in NameTagger._windows(runner, text)]
-            ids = np.asarray(batch[:1], dtype=np.int64)
-            mask = np.ones_like(ids)
-            largest = max(
-                largest, float(np.abs(exported._load().probs(ids, mask) - runner.probs(ids, mask)).max())
-            )
-        if largest > MAX_EXPORT_DIFF:
+            for window in NameTagger._windows(runner, text):
+                ids = np.asarray([window[0]], dtype=np.int64)
+                mask = np.ones_like(ids)
+                largest = max(
+                    largest, float(np.abs(exported.probs(ids, mask) - runner.probs(ids, mask)).max())
+                )
+        if precision == "fp32" and largest > MAX_EXPORT_DIFF:
             raise RuntimeError(f"the tagger's ONNX export differs from torch by {largest:.2e}: not installed")
         info = {
             "model": "name-tagger",
             "digest": meta["digest"],
             "base": meta["base"],
-            "precision": "fp32",
+            "precision": precision,
+            "recipe": EXPORT_RECIPE,
             "opset": OPSET,
             "maxProbabilityDiffVsTorch": float(f"{largest:.3g}"),
             "sample": len(texts),
@@ -373,6 +502,7 @@ def export_onnx(
         return info
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        fp32.unlink(missing_ok=True)
 
 
 def _same_tags(a: NameTagger, b: NameTagger, texts: Sequence[str]) -> bool:

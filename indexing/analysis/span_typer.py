@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -122,6 +123,13 @@ class SpanTyper:
     def scores(self, features: list[str]) -> np.ndarray:
         rows = [i for i in map(self._vocabulary.get, features) if i is not None]
         return self._weights[rows].sum(axis=0) + self._bias
+
+    def probabilities(self, features: list[str], classes: Sequence[str]) -> np.ndarray:
+        """The model's probability of each of `classes` (each one of its own), softmaxed over its classes."""
+        scores = self.scores(features)
+        p = np.exp(scores - scores.max())
+        p /= p.sum()
+        return np.array([p[self.classes.index(c)] for c in classes], dtype=np.float32)
 
     def type_of(self, features: list[str]) -> str:
         return self.classes[int(np.argmax(self.scores(features)))]

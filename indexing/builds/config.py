@@ -10,6 +10,9 @@ from hybridrag.indexing.documents.sources import SourceReport
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
 from hybridrag.indexing.stores.manifest import BIGRAM_WEIGHT, JAPANESE_TOKENS, SUDACHI_MODE
 
+#: `BuildConfig.name_typing`'s choices.
+NAME_TYPINGS = ("tagger", "typer")
+
 
 @dataclass(frozen=True, slots=True)
 class BuildConfig:
@@ -31,6 +34,16 @@ class BuildConfig:
     # which one ran; queries by any encoder search the index (cosine >= 0.99 between them). `index build`
     # defaults to auto; the library keeps torch so that existing configs (and cached indexes) mean what they did.
     encoder: str = "torch"
+    # What types the English names capitalisation finds: "tagger" (the name tagger reads each one's sentence
+    # and the typer its words: typed F1 0.690 on the English dev file) or "typer" (the typer alone: 0.606,
+    # but no tagger pass over cased text, which at ~550 sentences a second is a fifth more build time on
+    # SciFact and most of a build whose vectors are replayed; benchmarks/README.md). Case-less English is
+    # read by the tagger either way. A write keeps its index's setting, so one index types one way.
+    name_typing: str = "tagger"
+
+    def __post_init__(self) -> None:
+        if self.name_typing not in NAME_TYPINGS:
+            raise ValueError(f"name_typing: use one of {', '.join(NAME_TYPINGS)}, not {self.name_typing!r}")
 
     @classmethod
     def from_manifest(cls, manifest: dict[str, Any]) -> BuildConfig:

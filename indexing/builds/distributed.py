@@ -138,7 +138,11 @@ def _chunk_rows(config: dict[str, Any]) -> Any:
             from hybridrag.indexing.analysis.analyzers import Analyzer
             from hybridrag.indexing.analysis.entities import EntityExtractor
 
-            extractors.append(EntityExtractor(Analyzer(build_config.sudachi_mode)))
+            extractors.append(
+                EntityExtractor(
+                    Analyzer(build_config.sudachi_mode), tagger_types=build_config.name_typing == "tagger"
+                )
+            )
         title = extractors[0].extract_title(doc.title)
         return [title + extractors[0].extract(c.text) for c in chunks]
 

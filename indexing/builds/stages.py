@@ -226,7 +226,7 @@ class VersionWrite:
             self.mentions = read_all_mentions(base.path, {c.chunk_id for c in self.chunks})
         extract = self.chunks if self.reextract else self.new_chunks
         with self.stages.timed("entities"):
-            extractor = EntityExtractor(analyzer)
+            extractor = EntityExtractor(analyzer, tagger_types=self.config.name_typing == "tagger")
             if self.given_mentions is not None:  # the engine extracted them (on the cluster)
                 self.mentions.update((c.chunk_id, self.given_mentions[c.chunk_id]) for c in self.new_chunks)
             else:

@@ -21,12 +21,18 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hybridrag.indexing.models.registry import ModelSpec, ModelUnavailable, default_models_dir
+from hybridrag.indexing.models.registry import (
+    ModelSpec,
+    ModelUnavailable,
+    available_cores,
+    default_models_dir,
+)
 
 ENCODER_NAME = "onnx"
 MIN_COSINE = 0.99
@@ -35,6 +41,8 @@ OPSET = 17
 # 2: int8 weights in 7 bits (`reduce_range`), because without AVX-512 VNNI onnxruntime sums u8 x s8 products
 # in pairs into 16 bits, which 8-bit weights can saturate (benchmarks/README.md, "Constants").
 EXPORT_RECIPE = 2
+#: Most texts an int8 export embeds at once (one thread each; `OnnxEmbedder`).
+MAX_WORKERS = 4
 SAMPLE = (
     "Who founded Sony?",
     "Sakichi Toyoda invented the Type G automatic loom in 1924 in Nagoya, Japan.",
@@ -224,6 +232,12 @@ class OnnxEmbedder:
         # vector would depend on the texts it shares a call with: one text per call keeps every vector a
         # function of its text alone (and wastes nothing on padding; benchmarks/README.md, "Constants").
         self._batch_size = 1 if self.encoder.endswith("int8") else batch_size
+        # A call of one text spends much of its time between the runtime's threads: one thread a call, and
+        # a list's texts embedded side by side, one per core, made 1.2-1.4x the passages a second of one call
+        # at a time on two threads, and a query alone 4.1 -> 3.5 ms (benchmarks/README.md, "Constants").
+        # A call's arithmetic does not depend on how many run beside it.
+        single = self._batch_size == 1
+        self._workers = min(threads or available_cores(), MAX_WORKERS) if single else 1
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(int(info.get("maxLength", 512)))
         self._tokenizer.enable_padding()
@@ -233,37 +247,48 @@ class OnnxEmbedder:
         # other requests needed (8 concurrent searches in process: 1.15-1.25x the searches/s without it,
         # one at a time unchanged).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if threads:
-            options.intra_op_num_threads = threads
+        if threads or single:
+            options.intra_op_num_threads = 1 if single else threads
             options.inter_op_num_threads = 1
         self._session = ort.InferenceSession(
             str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
-        # One run at a time: concurrent runs on a small machine only fight over the same cores.
-        self._lock = threading.Lock()
+        # Batched (fp32) runs use every thread of the session: one at a time, as concurrent ones would only
+        # fight over the same cores. Single-threaded int8 runs go side by side.
+        self._lock = threading.Lock() if not single else None
         self.dim = int(info.get("dim") or self._run(["dimension probe"]).shape[1])
 
     def _run(self, items: Sequence[str]) -> np.ndarray:
         # Batches of similar length (longest first, as sentence-transformers does): a batch is padded to its
         # longest text, so mixing short and long passages wastes most of the work on padding.
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
-        out = []
-        for start in range(0, len(items), self._batch_size):
-            encodings = self._tokenizer.encode_batch(
-                [items[i] for i in order[start : start + self._batch_size]]
-            )
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            with self._lock:
-                hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            out.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
+        # Tokenized here, in the caller's thread; only the runs go side by side.
+        batches = [
+            self._tokenizer.encode_batch([items[i] for i in order[start : start + self._batch_size]])
+            for start in range(0, len(items), self._batch_size)
+        ]
+        if self._workers > 1 and len(batches) > 1:
+            with ThreadPoolExecutor(min(self._workers, len(batches)), thread_name_prefix="encoder") as pool:
+                out = list(pool.map(self._embed_batch, batches))
+        else:
+            out = [self._embed_batch(batch) for batch in batches]
         if not out:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         vectors = np.empty((len(items), out[0].shape[1]), dtype=np.float32)
         vectors[order] = np.vstack(out)
         return vectors
+
+    def _embed_batch(self, encodings: list[Any]) -> np.ndarray:
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        if self._lock is not None:
+            with self._lock:
+                hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        else:
+            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return np.asarray(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._run([self._spec.passage_prefix + t for t in texts])

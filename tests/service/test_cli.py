@@ -120,6 +120,11 @@ def test_bad_options_name_the_option(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--chunk-overlap" in r.output
     r = runner.invoke(app, ["index", "build", str(tmp_path / "missing"), "--out", str(tmp_path / "i")])
     assert r.exit_code == 2 and "SOURCE" in r.output
+    r = runner.invoke(
+        app, ["index", "build", str(SAMPLE_CORPUS), "--out", str(tmp_path / "i"), "--name-typing", "crf"]
+    )
+    assert r.exit_code == 2 and "--name-typing" in r.output and "tagger, typer" in r.output
+    assert not (tmp_path / "i").exists()
 
 
 def test_schema_export(tmp_path: Path) -> None:

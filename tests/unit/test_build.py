@@ -249,3 +249,38 @@ def test_embedder_must_match_the_configured_model(tmp_path: Path, corpus: Path, 
             tmp_path / "idx", BuildConfig(embedding_model="e5-multilingual"), embedder=embedder
         ).build(corpus)
     assert not (tmp_path / "idx" / "current").exists()
+
+
+def test_name_typing_is_the_index_own_and_writes_keep_it(tmp_path: Path) -> None:
+    """`name_typing` says what types the names capitalisation finds: the tagger with the typer (default) or
+    the typer alone; the manifest records it with the extraction, and a write into the index keeps it
+    (its mentions are typed the same way, so the extraction is not "mixed"). A bad value is refused."""
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.analysis.entities import EntityExtractor
+    from hybridrag.indexing.stores.tables import MENTIONS
+
+    text = (
+        "Ada Lovelace, born Augusta Ada Byron in London in 1815, was the daughter of the poet Lord Byron and "
+        "the mathematician Anne Isabella Milbanke."
+    )
+    source = jsonl_corpus(tmp_path / "src", [{"_id": "d1", "title": "", "text": text}])
+    extra = jsonl_corpus(tmp_path / "extra", [{"_id": "d2", "title": "", "text": text + " Again."}])
+    types: dict[str, dict[str, str]] = {}
+    for typing in ("tagger", "typer"):
+        index_dir = tmp_path / typing
+        config = BuildConfig(embedding_model=None, name_typing=typing)
+        IndexBuilder(index_dir, config).build(source)
+        IndexBuilder(index_dir).add(extra)  # no config: the index's own
+        version = versions.current_version(index_dir)
+        extractor = EntityExtractor(Analyzer(), tagger_types=typing == "tagger")
+        assert version.manifest["config"]["name_typing"] == typing
+        assert version.manifest["graph"]["extraction"] == extractor.version
+        assert ("-types+" in extractor.version) == (typing == "tagger")
+        rows = read_table(version.path / MENTIONS).to_pylist()
+        types[typing] = {r["surface"]: r["type"] for r in rows if r.get("surface")}
+        assert types[typing] == {m.surface: m.type for m in extractor.extract(text)}
+    # The two typings read this name differently (the typer alone: an organisation).
+    assert types["tagger"]["Augusta Ada Byron"] == "person"
+    assert types["typer"]["Augusta Ada Byron"] != "person"
+    with pytest.raises(ValueError, match="name_typing"):
+        BuildConfig(name_typing="crf")

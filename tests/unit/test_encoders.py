@@ -64,6 +64,7 @@ def test_onnx_export_keeps_the_vectors_and_searches_a_torch_index(
 @pytest.mark.slow
 def test_e5_int8_export_agrees_with_torch() -> None:
     from hybridrag.indexing.models.onnx_encoder import OnnxEmbedder, onnx_dir
+    from hybridrag.indexing.models.registry import available_cores
 
     try:
         torch_e5 = load_embedder("e5-multilingual")
@@ -73,6 +74,11 @@ def test_e5_int8_export_agrees_with_torch() -> None:
         pytest.skip("no ONNX export of e5-multilingual (hybridrag models install e5-multilingual)")
     fast = OnnxEmbedder(MODEL_REGISTRY["e5-multilingual"])
     assert fast.encoder == "onnx-int8"
+    # A list's texts run side by side, one thread each, where the process has cores for it; the same vectors
+    # on one (a worker per call or not: each call's arithmetic is its own).
+    one = OnnxEmbedder(MODEL_REGISTRY["e5-multilingual"], threads=1)
+    assert one._workers == 1 and fast._workers == min(available_cores(), 4)
+    assert np.array_equal(one.embed_passages(TEXTS), fast.embed_passages(TEXTS))
     for encode in ("embed_queries", "embed_passages"):
         together = getattr(fast, encode)(TEXTS)
         cosines = (together * getattr(torch_e5, encode)(TEXTS)).sum(axis=1)
