@@ -196,6 +196,8 @@ def _dev_sentences() -> list[str]:
     sentences = sentences or [
         "Sakichi Toyoda founded Toyoda Automatic Loom Works in Kariya in 1926.",
         "Christine Lagarde said the European Central Bank would raise rates, speaking in Frankfurt.",
+        # The typer alone reads this name as an organisation; with the tagger it is a person.
+        "Ada Lovelace, born Augusta Ada Byron in London in 1815, was the daughter of the poet Lord Byron.",
     ]
     return sentences + [s.lower() for s in sentences] + [s.upper() for s in sentences]
 
