@@ -136,9 +136,9 @@ RULES_REVISION = 9
 # (Where letter case says something the capitalisation rules find the names and the tagger only types them.)
 TAG_MIN_CONFIDENCE = 0.75
 # What the English tagger does, recorded in the extraction version beside its weights' digest: since
-# 2026-11-29 it also types the names the capitalisation rules find in sentences with letter case (typed F1
-# 0.606 -> 0.687 on the English dev file; benchmarks/README.md, "Constants"); before, it read only
-# sentences without letter case and the typer typed the rest.
+# 2026-11-29 it also types the names the capitalisation rules find in sentences with letter case, with the
+# typer (typed F1 0.606 -> 0.689 on the English dev file; benchmarks/README.md, "Cased names typed by the
+# tagger and the typer together"); before, it read only sentences without letter case.
 TAGGER_ROLE = "types"
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
@@ -379,7 +379,8 @@ class EntityExtractor:
         sentence (`readings`, one per span, from `_tagger_readings`; fitted on CoNLL-2003's news), and the
         typer, from the name's words and its neighbours (fitted on WikiANN's Wikipedia names); the type
         is the most probable under the product of their probabilities, unweighted (typed F1 on the
-        English dev file: the typer alone 0.606, the tagger alone 0.687, both 0.690; benchmarks/README.md).
+        English dev file: the typer alone 0.606, the tagger alone 0.689, both 0.691, 0.689 with the int8
+        export; benchmarks/README.md).
         Without the tagger, the typer alone."""
         found: list[tuple[str, str, np.ndarray | None]] = []
         for k, span in enumerate(spans):

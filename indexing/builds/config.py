@@ -35,10 +35,10 @@ class BuildConfig:
     # defaults to auto; the library keeps torch so that existing configs (and cached indexes) mean what they did.
     encoder: str = "torch"
     # What types the English names capitalisation finds: "tagger" (the name tagger reads each one's sentence
-    # and the typer its words: typed F1 0.690 on the English dev file) or "typer" (the typer alone: 0.606,
-    # but no tagger pass over cased text, which at ~550 sentences a second is a fifth more build time on
-    # SciFact and most of a build whose vectors are replayed; benchmarks/README.md). Case-less English is
-    # read by the tagger either way. A write keeps its index's setting, so one index types one way.
+    # and the typer its words: typed F1 0.689 on the English dev file) or "typer" (the typer alone: 0.606,
+    # but no tagger pass over cased text, which is ~46 s of SciFact's ~260 s build and most of a build whose
+    # vectors are replayed; benchmarks/README.md). Case-less English is read by the tagger either way. A
+    # write keeps its index's setting, so one index types one way.
     name_typing: str = "tagger"
 
     def __post_init__(self) -> None:
