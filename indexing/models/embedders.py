@@ -70,8 +70,9 @@ def resolve_device(device: str) -> str:
 def load_embedder(
     name: str, encoder: str = "torch", threads: int = 0, device: str = "cpu", **kwargs: Any
 ) -> Embedder:
-    """The model `name` run by `encoder` on `device` (`DEVICES`). `threads` > 0 caps the model's intra-op
-    threads (for several worker processes on one machine); 0 keeps the runtime's default, every core.
+    """The model `name` run by `encoder` on `device` (`DEVICES`). `threads` > 0 caps the cores the model uses
+    (for several worker processes on one machine): its intra-op threads, or for an int8 ONNX export the
+    texts embedded side by side, one thread each; 0 uses every core the process may use.
 
     On CUDA the model runs on torch: the ONNX export is an int8 graph for CPUs, so `auto` means torch there
     and `onnx` is refused."""

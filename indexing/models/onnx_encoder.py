@@ -233,9 +233,10 @@ class OnnxEmbedder:
         # function of its text alone (and wastes nothing on padding; benchmarks/README.md, "Constants").
         self._batch_size = 1 if self.encoder.endswith("int8") else batch_size
         # A call of one text spends much of its time between the runtime's threads: one thread a call, and
-        # a list's texts embedded side by side, one per core, made 1.2-1.4x the passages a second of one call
-        # at a time on two threads, and a query alone 4.1 -> 3.5 ms (benchmarks/README.md, "Constants").
-        # A call's arithmetic does not depend on how many run beside it.
+        # a list's texts embedded side by side, one per core (`threads` of them when given), made 1.2-1.3x
+        # the passages a second of one call at a time on two threads, and a query alone 4.3 -> 3.6-3.9 ms
+        # (benchmarks/README.md, "Cased names typed by the tagger and the typer together"). A call's
+        # arithmetic does not depend on how many run beside it: the same vectors.
         single = self._batch_size == 1
         self._workers = min(threads or available_cores(), MAX_WORKERS) if single else 1
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
