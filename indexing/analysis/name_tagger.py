@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from importlib.util import find_spec
@@ -31,7 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from hybridrag.indexing.analysis.bio import bio_spans
-from hybridrag.indexing.models.registry import available_cores, default_models_dir
+from hybridrag.indexing.models.onnx_encoder import cpu_session, int8_workers, side_by_side
+from hybridrag.indexing.models.registry import default_models_dir
 
 FOLDER = Path(__file__).parent / "name_tagger"
 TYPES = {"PER": "person", "ORG": "organization", "LOC": "place", "MISC": "other"}
@@ -55,8 +55,6 @@ _BATCH = 16
 # 2: int8 weights (per channel, 7 bits as the passage encoder's) where the sample keeps its tags: ~1.8x the
 # sentences a second for 0.002 typed F1 (benchmarks/README.md, "Constants"); 1: fp32.
 EXPORT_RECIPE = 2
-#: Most int8 runs at once (`_OnnxRunner.workers`).
-MAX_WORKERS = 4
 #: Largest difference between an fp32 export's and torch's label probabilities that `export_onnx` accepts
 #: (an int8 one is kept if it tags the sample as torch does; its largest difference is recorded).
 MAX_EXPORT_DIFF = 1e-4
@@ -191,14 +189,11 @@ class _OnnxRunner:
     """The export (`export_onnx`) on onnxruntime, with the base model's own tokenizer (`tokenizers`)."""
 
     def __init__(self, folder: Path) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        # An int8 export reads one window a call (`NameTagger`); a call that small spends its time between
-        # the runtime's threads, not in them: one thread a call and calls side by side read 1.8x the windows
-        # a second of one call at a time on two threads (benchmarks/README.md, "Constants"). A call's
-        # arithmetic is the same either way.
-        self.workers = min(available_cores(), MAX_WORKERS) if _export_precision(folder) == "int8" else 1
+        # An int8 export reads one window a call (`NameTagger`), on one thread, calls side by side
+        # (`int8_workers`): 1.8x the windows a second of one call at a time on two threads.
+        self.workers = int8_workers() if _export_precision(folder) == "int8" else 1
 
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # The file pads and cuts at 128 pieces for sentence-transformers; windows are cut here instead.
@@ -208,15 +203,7 @@ class _OnnxRunner:
         if cls_id is None or sep_id is None:
             raise ValueError(f"{folder / 'tokenizer.json'} has no [CLS] / [SEP] piece")
         self.cls_id, self.sep_id = int(cls_id), int(sep_id)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if self.workers > 1:
-            options.intra_op_num_threads = 1
-            options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(
-            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
-        )
+        self.session = cpu_session(folder / "model.onnx", 1 if self.workers > 1 else 0)
 
     def encode(self, text: str) -> Encoded:
         enc = self.tokenizer.encode(text, add_special_tokens=False)
@@ -335,11 +322,7 @@ class NameTagger:
                 mask[row, : len(piece_ids)] = 1
             return runner.probs(ids, mask)
 
-        if runner.workers > 1 and len(batches) > 1:
-            with ThreadPoolExecutor(min(runner.workers, len(batches)), thread_name_prefix="tagger") as pool:
-                read = list(pool.map(run, batches))
-        else:
-            read = [run(batch) for batch in batches]
+        read = side_by_side(run, batches, runner.workers, "tagger")
         results: list[tuple[int, np.ndarray, list[tuple[int, int]], list[int]]] = [None] * len(windows)  # type: ignore[list-item]
         for batch, probs in zip(batches, read, strict=True):
             for row, k in enumerate(batch):

@@ -20,10 +20,10 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -41,8 +41,10 @@ OPSET = 17
 # 2: int8 weights in 7 bits (`reduce_range`), because without AVX-512 VNNI onnxruntime sums u8 x s8 products
 # in pairs into 16 bits, which 8-bit weights can saturate (benchmarks/README.md, "Constants").
 EXPORT_RECIPE = 2
-#: Most texts an int8 export embeds at once (one thread each; `OnnxEmbedder`).
+#: Most one-text int8 calls run at once, one thread each (`OnnxEmbedder`, the name tagger's export).
 MAX_WORKERS = 4
+_Item = TypeVar("_Item")
+_Out = TypeVar("_Out")
 SAMPLE = (
     "Who founded Sony?",
     "Sakichi Toyoda invented the Type G automatic loom in 1924 in Nagoya, Japan.",
@@ -53,6 +55,39 @@ SAMPLE = (
     "湯川秀樹は中間子の存在を予言し、日本人として初めてノーベル賞を受賞した。",
     "Ada Lovelace wrote the first published algorithm for Babbage's Analytical Engine.",
 )
+
+
+def int8_workers(threads: int = 0) -> int:
+    """How many one-text int8 calls run side by side: `threads` when given, else the process's cores, at
+    most `MAX_WORKERS`. Such a call spends much of its time between the runtime's threads, so one thread a
+    call and calls side by side beat one call at a time on every thread (benchmarks/README.md, "Cased names
+    typed by the tagger and the typer together"); a call's arithmetic is the same either way."""
+    return min(threads or available_cores(), MAX_WORKERS)
+
+
+def cpu_session(model: Path, threads: int = 0) -> Any:
+    """An onnxruntime session on the CPU, every graph optimisation on; `threads` > 0: that many intra-op
+    threads (and one inter-op), 0: the runtime's default."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # No busy-waiting between runs: spinning intra-op threads burned the cores the retrievers and the
+    # other requests needed (8 concurrent searches in process: 1.15-1.25x the searches/s without it,
+    # one at a time unchanged).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+
+
+def side_by_side(run: Callable[[_Item], _Out], items: Sequence[_Item], workers: int, name: str) -> list[_Out]:
+    """`run` of each item, in order, up to `workers` at once (threads named `name`)."""
+    if workers <= 1 or len(items) <= 1:
+        return [run(item) for item in items]
+    with ThreadPoolExecutor(min(workers, len(items)), thread_name_prefix=name) as pool:
+        return list(pool.map(run, items))
 
 
 def onnx_dir(name: str) -> Path:
@@ -213,7 +248,7 @@ class OnnxEmbedder:
         self, spec: ModelSpec, folder: Path | None = None, threads: int = 0, batch_size: int = 32
     ) -> None:
         try:
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401 - a missing runtime is reported here, not at the first run
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ModelUnavailable("onnxruntime is not installed (pip install 'hybridrag[index]')") from exc
@@ -232,28 +267,15 @@ class OnnxEmbedder:
         # vector would depend on the texts it shares a call with: one text per call keeps every vector a
         # function of its text alone (and wastes nothing on padding; benchmarks/README.md, "Constants").
         self._batch_size = 1 if self.encoder.endswith("int8") else batch_size
-        # A call of one text spends much of its time between the runtime's threads: one thread a call, and
-        # a list's texts embedded side by side, one per core (`threads` of them when given), made 1.2-1.3x
-        # the passages a second of one call at a time on two threads, and a query alone 4.3 -> 3.6-3.9 ms
-        # (benchmarks/README.md, "Cased names typed by the tagger and the typer together"). A call's
-        # arithmetic does not depend on how many run beside it: the same vectors.
+        # One-text calls run on one thread each, a list's texts side by side (`int8_workers`): 1.2-1.3x the
+        # passages a second of one call at a time on two threads, a query alone 4.3 -> 3.6-3.9 ms, the same
+        # vectors.
         single = self._batch_size == 1
-        self._workers = min(threads or available_cores(), MAX_WORKERS) if single else 1
+        self._workers = int8_workers(threads) if single else 1
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self._tokenizer.enable_truncation(int(info.get("maxLength", 512)))
         self._tokenizer.enable_padding()
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # No busy-waiting between runs: spinning intra-op threads burned the cores the retrievers and the
-        # other requests needed (8 concurrent searches in process: 1.15-1.25x the searches/s without it,
-        # one at a time unchanged).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if threads or single:
-            options.intra_op_num_threads = 1 if single else threads
-            options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = cpu_session(folder / "model.onnx", 1 if single else threads)
         # Batched (fp32) runs use every thread of the session: one at a time, as concurrent ones would only
         # fight over the same cores. Single-threaded int8 runs go side by side.
         self._lock = threading.Lock() if not single else None
@@ -268,11 +290,7 @@ class OnnxEmbedder:
             self._tokenizer.encode_batch([items[i] for i in order[start : start + self._batch_size]])
             for start in range(0, len(items), self._batch_size)
         ]
-        if self._workers > 1 and len(batches) > 1:
-            with ThreadPoolExecutor(min(self._workers, len(batches)), thread_name_prefix="encoder") as pool:
-                out = list(pool.map(self._embed_batch, batches))
-        else:
-            out = [self._embed_batch(batch) for batch in batches]
+        out = side_by_side(self._embed_batch, batches, self._workers, "encoder")
         if not out:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         vectors = np.empty((len(items), out[0].shape[1]), dtype=np.float32)
