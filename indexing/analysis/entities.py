@@ -355,8 +355,10 @@ class EntityExtractor:
     def _tagger_readings(self, cased: dict[str, list[NameSpan]]) -> dict[str, list[np.ndarray | None]]:
         """The tagger's reading (`NameTagger.span_types`) of every name of these sentences, where one of
         them is a name whose type `_english` leaves to a model."""
+        if self._tagger is None or not self._tagger_types:
+            return {}
         asked = {s: spans for s, spans in cased.items() if any(_model_typed(span) for span in spans)}
-        if self._tagger is None or not self._tagger_types or not asked:
+        if not asked:
             return {}
         sentences = list(asked)
         read = self._tagger.span_types(
