@@ -112,15 +112,38 @@ def checked_rows(lookup: KeyIndex, ids: pa.ChunkedArray, keys: Sequence[str]) ->
     return rows
 
 
+#: Up to this many rows of a table of several batches, `take_pylist` reads each row as a zero-copy slice of
+#: its batch: a page's rows cost ~15 us each that way against ~40 us for each batch a `take` touches
+#: (benchmarks/README.md, "Constants"). A table of one batch is read by one `take` whatever the rows.
+SLICED_ROWS = 64
+
+
+def _sliced_pylist(data: pa.Table | pa.ChunkedArray, parts: Sequence[Any], at: np.ndarray) -> list[Any]:
+    """The rows `at`, in that order, as one-row slices of the batches joined without a copy."""
+    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    ends = np.cumsum(lengths)
+    if at.min() < 0 or at.max() >= (ends[-1] if len(ends) else 0):
+        raise IndexError(f"rows out of range 0..{int(ends[-1]) if len(ends) else 0}")
+    which = np.searchsorted(ends, at, side="right")
+    offsets = at - (ends - lengths)[which]
+    pieces = [parts[b].slice(o, 1) for b, o in zip(which.tolist(), offsets.tolist(), strict=True)]
+    if isinstance(data, pa.Table):
+        return pa.Table.from_batches(pieces, schema=data.schema).to_pylist()
+    return pa.chunked_array(pieces, type=data.type).to_pylist()
+
+
 def take_pylist(data: pa.Table | pa.ChunkedArray, rows: np.ndarray | Sequence[int]) -> list[Any]:
-    """`take(data, rows).to_pylist()` without joining: each batch's rows converted on their own and put back
-    in the order asked for in Python (a page's rows span the batches; the join was a second `take`)."""
+    """`take(data, rows).to_pylist()` without joining: over several batches, a few rows as slices of their
+    batches (`SLICED_ROWS`), more as each batch's rows converted on their own and put back in the order
+    asked for in Python (a page's rows span the batches; the join was a second `take`)."""
     at = np.asarray(rows, dtype=np.int64)
     if not len(at):
         return []
     parts = _parts(data)
     if len(parts) <= 1:
         return take(data, at).to_pylist()
+    if len(at) <= SLICED_ROWS:
+        return _sliced_pylist(data, parts, at)
     out: list[Any] = [None] * len(at)
     for piece, where in _by_batch(parts, at):
         for i, value in zip(where.tolist(), piece.to_pylist(), strict=True):

@@ -188,6 +188,16 @@ class SearchEngine(IndexLifecycle):
                 "rerankConfig.model", "rerank_model_not_allowed", {"allowed": ", ".join(sorted(allowed))}
             )
 
+    def _rerank_model(self, request: SearchRequest) -> str:
+        if "model" in request.rerank_config.model_fields_set:
+            return request.rerank_config.model
+        return self.search_settings.rerank_model
+
+    def _reranks(self, request: SearchRequest) -> bool:
+        """Whether a search asks for a rerank that may run: not when its model is known to be missing."""
+        asked = request.options.rerank_enabled and request.rerank_config.enabled
+        return asked and not self._rerankers.failed(self._rerank_model(request))
+
     def rerank(
         self, request: SearchRequest, ranking: Ranking, deadline: float, rows: PageRows | None = None
     ) -> dict[str, float]:
@@ -198,11 +208,7 @@ class SearchEngine(IndexLifecycle):
         """
         if not (request.options.rerank_enabled and request.rerank_config.enabled) or not ranking.kept:
             return {}
-        name = (
-            request.rerank_config.model
-            if "model" in request.rerank_config.model_fields_set
-            else self.search_settings.rerank_model
-        )
+        name = self._rerank_model(request)
         if time.perf_counter() >= deadline:
             ranking.notes.append(StageNote(stage="rerank", status="skipped", reason="time budget exceeded"))
             return {}
@@ -287,10 +293,10 @@ class SearchEngine(IndexLifecycle):
         index, retrieved, timings, kept = ranking.index, ranking.retrieved, ranking.timings, ranking.kept
         start, end = request.options.offset, request.options.offset + request.options.limit
         # The rows of the page and of what a rerank reads, in one batch: a rerank only reorders its top, so
-        # the page after it lies among these.
-        reranks = request.options.rerank_enabled and request.rerank_config.enabled
+        # the page after it lies among these. Not the rerank's rows when its model is known to be missing:
+        # reranking is asked for by default, and reading its 50 rows for nothing was most of a page's cost.
         wanted = dict.fromkeys(f.id for f in kept[start:end])
-        if reranks:
+        if self._reranks(request):
             wanted.update(dict.fromkeys(f.id for f in kept[: request.rerank_config.top_k]))
         rows = PageRows.read(index, list(wanted))
         rerank_scores = self.rerank(request, ranking, deadline, rows)

@@ -88,6 +88,11 @@ class RerankerPool:
         self._failures: dict[str, str] = {}
         self._lock = threading.Lock()
 
+    def failed(self, name: str) -> bool:
+        """Whether `name` was asked for and could not be loaded (it never will be in this process)."""
+        with self._lock:
+            return name in self._failures
+
     def get(self, name: str, source: str | None = None) -> Reranker:
         """The model called `name`, loaded from `source` (a local folder or HF cache id; default: `name`).
 

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from hybridrag.indexing.documents.sources import Document
+from hybridrag.indexing.stores import mapped
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import (
     ChunkTable,
@@ -131,6 +132,26 @@ def test_take_reads_across_chunks_in_the_order_asked() -> None:
     assert take_pylist(table, rows) == [{"x": r, "y": str(r)} for r in rows]
     assert take_pylist(table.column("y"), np.array(rows)) == [str(r) for r in rows]
     assert take_pylist(table, []) == [] and take_pylist(single, [1, 0]) == [{"x": 6}, {"x": 5}]
+
+
+def test_take_pylist_slices_a_few_rows_and_takes_many_alike() -> None:
+    # A few rows are read as one-row slices of their batches, many by a `take` a batch: the same values.
+    table = pa.Table.from_batches(
+        [
+            pa.record_batch({"x": list(range(i, i + 50)), "y": [f"v{v}" for v in range(i, i + 50)]})
+            for i in range(0, 500, 50)
+        ]
+    )
+    rows = np.random.default_rng(3).integers(0, 500, 300)  # repeats, out of order, every batch
+    want = [{"x": int(r), "y": f"v{r}"} for r in rows]
+    few, many = rows[: mapped.SLICED_ROWS], rows
+    assert len(few) <= mapped.SLICED_ROWS < len(many)
+    assert take_pylist(table, few) == want[: len(few)] and take_pylist(table, many) == want
+    assert take_pylist(table.column("y"), few) == [w["y"] for w in want[: len(few)]]
+    assert take_pylist(table.column("y"), many) == [w["y"] for w in want]
+    for bad in ([3, 500], [-1], [*range(100), 500]):
+        with pytest.raises(IndexError):
+            take_pylist(table, bad)
 
 
 def test_prefetch_reads_a_page_in_one_batch_and_falls_through(tmp_path: Path) -> None:

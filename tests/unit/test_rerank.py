@@ -60,6 +60,36 @@ def test_unavailable_reranker_is_skipped_with_reason(client: TestClient) -> None
     assert ready["components"]["reranker"]["required"] is False
 
 
+def test_a_missing_reranker_reads_only_the_page(
+    client: TestClient, tiny_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reranking is asked for by default; with its model known to be missing, the page reads its own rows,
+    # not the rerank's top k as well.
+    from hybridrag.pipeline.response import PageRows
+
+    asked: list[list[str]] = []
+    read = PageRows.read.__func__  # type: ignore[attr-defined]
+
+    def recording(cls: type[PageRows], index: object, ids: list[str]) -> PageRows:
+        asked.append(list(ids))
+        return read(cls, index, ids)
+
+    monkeypatch.setattr(PageRows, "read", classmethod(recording))
+    body = {
+        "text": "company founded in Tokyo",
+        "filters": {"minRelevance": 0},
+        "options": {"limit": 2, "strategies": ["keyword", "semantic"]},
+    }
+    data = client.post("/v1/search", json=body).json()
+    assert any(n["stage"] == "rerank" and n["status"] == "skipped" for n in data["notes"])
+    assert len(asked) == 1 and asked[0] == [r["id"] for r in data["results"]] and len(asked[0]) == 2
+    # A model that loads: its top k are read with the page, and reranked.
+    asked.clear()
+    data = client.post("/v1/search", json={**body, "rerankConfig": {"model": "tiny", "topK": 6}}).json()
+    assert len(asked) == 1 and len(asked[0]) == 6
+    assert all(r["relevance"]["rerank"] is not None for r in data["results"])
+
+
 def test_only_allow_listed_models_are_loaded(client: TestClient, tiny_cross_encoder: Path) -> None:
     # A path (even one holding a real model) or any other name is refused before anything is loaded.
     for name in (str(tiny_cross_encoder), "/etc", "x" * 200, "../../secret"):
