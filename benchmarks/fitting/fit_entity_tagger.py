@@ -12,7 +12,9 @@ fixed seed, sentences shuffled once per epoch by that seed) on this machine's CP
     python -m hybridrag.benchmarks.fitting.fit_entity_tagger --train ../shared/data/ner/en-conll2003-train.conll
 
 A training file with MISC names (CoNLL-2003's `en-conll2003-train.conll`: 14,041 Reuters sentences, gold PER /
-ORG / LOC / MISC) adds B-MISC / I-MISC to the labels, and the tagger types such names `other`.
+ORG / LOC / MISC) adds B-MISC / I-MISC to the labels, and the tagger types such names `other`. A file without
+MISC names fitted beside one with them (WikiANN beside CoNLL-2003) tags none, so its untagged words are
+partial labels: each may be O, B-MISC or I-MISC, and its loss is that of the three together.
 
 Measure with `hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll`.
 """
@@ -26,6 +28,7 @@ import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,12 +47,15 @@ LR = 1e-3
 SEED = 0
 MAX_PIECES = 128
 _CODE = {"person": "PER", "organization": "ORG", "place": "LOC", "other": "MISC"}
+#: The label of a word that may be O, B-MISC or I-MISC (`encode`'s `misc_unknown`).
+PARTIAL = -2
 
 
 def encode(
-    tokenizer: object, sentence: Sentence, labels_of: tuple[str, ...] = LABELS
+    tokenizer: object, sentence: Sentence, labels_of: tuple[str, ...] = LABELS, misc_unknown: bool = False
 ) -> tuple[list[int], list[int]]:
-    """Word-piece ids with [CLS]/[SEP] and a label per piece (-100 except on a word's first piece)."""
+    """Word-piece ids with [CLS]/[SEP] and a label per piece (-100 except on a word's first piece);
+    `misc_unknown`: an untagged word is `PARTIAL` (its file tags no MISC names)."""
     enc = tokenizer(sentence.text, truncation=True, max_length=MAX_PIECES, return_offsets_mapping=True)  # type: ignore[operator]
     word_ids, offsets = enc.word_ids(), enc["offset_mapping"]
     labels = []
@@ -63,8 +69,25 @@ def encode(
             if s <= start < e and kind in _CODE and f"B-{_CODE[kind]}" in labels_of:
                 label = ("B-" if start == s else "I-") + _CODE[kind]
                 break
-        labels.append(labels_of.index(label))
+        labels.append(PARTIAL if misc_unknown and label == "O" else labels_of.index(label))
     return list(enc["input_ids"]), labels
+
+
+def _loss(logits: Any, gold: Any, maybe_misc: Any) -> Any:
+    """Cross-entropy over the labelled pieces; a `PARTIAL` piece's is that of its three labels together."""
+    import torch
+
+    if maybe_misc is None:
+        return torch.nn.functional.cross_entropy(logits, gold)
+    log_p = torch.log_softmax(logits, dim=-1)
+    exact, partial = gold >= 0, gold == PARTIAL
+    terms = torch.cat(
+        [
+            -log_p[exact].gather(1, gold[exact].unsqueeze(1)).squeeze(1),
+            -torch.logsumexp(log_p[partial][:, maybe_misc], dim=-1),
+        ]
+    )
+    return terms.mean()
 
 
 def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[str, object]:
@@ -81,13 +104,21 @@ def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[s
         p.requires_grad_(False)
     adapters = attach_adapters(model, RANK, ALPHA)
     files = [train] if isinstance(train, Path) else list(train)
-    sentences = [s for path in files for s in read_conll(path)]
-    # MISC names are learnt as a fourth type where the training file has them (CoNLL-2003), else left "O".
-    labels_of = MISC_LABELS if any(kind == "other" for s in sentences for _s, _e, kind in s.spans) else LABELS
+    per_file = [read_conll(path) for path in files]
+    sentences = [s for read in per_file for s in read]
+    has_misc = [any(kind == "other" for s in read for _s, _e, kind in s.spans) for read in per_file]
+    # MISC names are learnt as a fourth type where a training file has them (CoNLL-2003), else left "O".
+    labels_of = MISC_LABELS if any(has_misc) else LABELS
+    unknown = [
+        any(has_misc) and not misc for read, misc in zip(per_file, has_misc, strict=True) for _ in read
+    ]
     head = torch.nn.Linear(model.config.hidden_size, len(labels_of))
     dropout = torch.nn.Dropout(0.1)
     params = [p for m in adapters.values() for p in (m.a, m.b)] + list(head.parameters())
-    examples = [encode(tokenizer, s, labels_of) for s in sentences]
+    examples = [encode(tokenizer, s, labels_of, u) for s, u in zip(sentences, unknown, strict=True)]
+    maybe_misc = (
+        torch.tensor([labels_of.index(x) for x in ("O", "B-MISC", "I-MISC")]) if any(unknown) else None
+    )
     steps = epochs * ((len(examples) + BATCH - 1) // BATCH)
     optimizer = torch.optim.AdamW(params, lr=LR, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0.0, 1 - s / steps))
@@ -115,7 +146,7 @@ def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[s
                 gold[row, : len(labels)] = torch.tensor(labels)
             hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
             logits = head(dropout(hidden))
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, len(labels_of)), gold.reshape(-1))
+            loss = _loss(logits.reshape(-1, len(labels_of)), gold.reshape(-1), maybe_misc)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -146,6 +177,11 @@ def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[s
         "fittedBy": "python -m hybridrag.benchmarks.fitting.fit_entity_tagger",
         **training_sources(files),
         "sentences": len(examples),
+        **(
+            {"partialLabels": "untagged words of files without MISC names: O, B-MISC or I-MISC"}
+            if any(unknown)
+            else {}
+        ),
         "fitSeconds": round(time.perf_counter() - started),
         "digest": hashlib.sha256((out / "weights.npz").read_bytes()).hexdigest()[:12],
     }
