@@ -603,3 +603,37 @@ def test_a_tagger_fitted_with_misc_names_types_them_other(tmp_path: Path) -> Non
         t.type in ("person", "organization", "place", "other")
         for t in tagger.tag(["the olympics in rome ."])[0]
     )
+
+
+def test_a_file_without_misc_names_beside_one_with_them_gives_partial_labels(tmp_path: Path) -> None:
+    """WikiANN tags no MISC: fitted beside CoNLL-2003, its untagged words may be O, B-MISC or I-MISC, and
+    their loss is that of the three together; a labelled word's loss is plain cross-entropy."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from hybridrag.benchmarks.entities import read_conll
+    from hybridrag.benchmarks.fitting.fit_entity_tagger import PARTIAL, _loss, encode
+    from hybridrag.benchmarks.fitting.fit_entity_tagger import fit as fit_tagger
+    from hybridrag.indexing.analysis.name_tagger import MISC_LABELS, base_path
+
+    misc_rows = [(_TRAINING_ROWS[2][0], ["O", "B-MISC", "O", "O", "O", "B-LOC", "O", "B-ORG", "O"])]
+    misc = _training_file(tmp_path / "misc.conll", misc_rows * 2)
+    plain = _training_file(tmp_path / "plain.conll", _TRAINING_ROWS[:2])
+    meta = fit_tagger([misc, plain], tmp_path / "both", epochs=1)
+    assert meta["labels"] == list(MISC_LABELS) and "partialLabels" in meta
+    assert "partialLabels" not in fit_tagger(misc, tmp_path / "misc-only", epochs=1)
+    tokenizer = AutoTokenizer.from_pretrained(str(base_path()))
+    sentence = read_conll(plain)[0]
+    _ids, exact = encode(tokenizer, sentence, MISC_LABELS)
+    _ids, partial = encode(tokenizer, sentence, MISC_LABELS, misc_unknown=True)
+    outside = MISC_LABELS.index("O")
+    assert PARTIAL in partial and outside not in partial
+    assert [PARTIAL if e == outside else e for e in exact] == partial  # names keep their labels
+    torch.manual_seed(0)
+    logits = torch.randn(4, len(MISC_LABELS))
+    maybe = torch.tensor([outside, MISC_LABELS.index("B-MISC"), MISC_LABELS.index("I-MISC")])
+    gold = torch.tensor([1, -100, 3, 0])
+    assert torch.allclose(_loss(logits, gold, maybe), torch.nn.functional.cross_entropy(logits, gold))
+    log_p = torch.log_softmax(logits, dim=-1)
+    want = -(log_p[0, 1] + torch.logsumexp(log_p[2, maybe], 0) + log_p[3, 0]) / 3
+    assert torch.allclose(_loss(logits, torch.tensor([1, -100, PARTIAL, 0]), maybe), want)
