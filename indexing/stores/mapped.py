@@ -62,16 +62,25 @@ def _parts(data: pa.Table | pa.ChunkedArray) -> list[Any]:
     return data.to_batches() if isinstance(data, pa.Table) else list(data.chunks)
 
 
+def _locate(parts: Sequence[Any], at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The batch holding each row of `at` and the row's offset in it (IndexError for a row out of range)."""
+    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if len(ends) else 0
+    if len(at) and (at.min() < 0 or at.max() >= total):
+        raise IndexError(f"rows out of range 0..{total}")
+    which = np.searchsorted(ends, at, side="right")
+    return which, at - (ends - lengths)[which]
+
+
 def _by_batch(parts: Sequence[Any], at: np.ndarray) -> list[tuple[Any, np.ndarray]]:
     """The rows `at` split by the batch holding them, batches in order: each batch's rows taken from it,
     and where in `at` they were asked for."""
-    ends = np.cumsum([len(p) for p in parts])
-    which = np.searchsorted(ends, at, side="right")
+    which, offsets = _locate(parts, at)
     out = []
     for b in np.unique(which).tolist():
         where = np.flatnonzero(which == b)
-        start = int(ends[b]) - len(parts[b])
-        out.append((parts[b].take(pa.array(at[where] - start, pa.int64())), where))
+        out.append((parts[b].take(pa.array(offsets[where], pa.int64())), where))
     return out
 
 
@@ -120,12 +129,7 @@ SLICED_ROWS = 64
 
 def _sliced_pylist(data: pa.Table | pa.ChunkedArray, parts: Sequence[Any], at: np.ndarray) -> list[Any]:
     """The rows `at`, in that order, as one-row slices of the batches joined without a copy."""
-    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-    ends = np.cumsum(lengths)
-    if at.min() < 0 or at.max() >= (ends[-1] if len(ends) else 0):
-        raise IndexError(f"rows out of range 0..{int(ends[-1]) if len(ends) else 0}")
-    which = np.searchsorted(ends, at, side="right")
-    offsets = at - (ends - lengths)[which]
+    which, offsets = _locate(parts, at)
     pieces = [parts[b].slice(o, 1) for b, o in zip(which.tolist(), offsets.tolist(), strict=True)]
     if isinstance(data, pa.Table):
         return pa.Table.from_batches(pieces, schema=data.schema).to_pylist()

@@ -193,10 +193,13 @@ class SearchEngine(IndexLifecycle):
             return request.rerank_config.model
         return self.search_settings.rerank_model
 
+    @staticmethod
+    def _rerank_asked(request: SearchRequest) -> bool:
+        return request.options.rerank_enabled and request.rerank_config.enabled
+
     def _reranks(self, request: SearchRequest) -> bool:
         """Whether a search asks for a rerank that may run: not when its model is known to be missing."""
-        asked = request.options.rerank_enabled and request.rerank_config.enabled
-        return asked and not self._rerankers.failed(self._rerank_model(request))
+        return self._rerank_asked(request) and not self._rerankers.failed(self._rerank_model(request))
 
     def rerank(
         self, request: SearchRequest, ranking: Ranking, deadline: float, rows: PageRows | None = None
@@ -206,7 +209,7 @@ class SearchEngine(IndexLifecycle):
         When no model is available, or the time budget is spent, the order stays and a note says why.
         `rows`: the candidates' rows when the caller has read them (the page is built from the same rows).
         """
-        if not (request.options.rerank_enabled and request.rerank_config.enabled) or not ranking.kept:
+        if not self._rerank_asked(request) or not ranking.kept:
             return {}
         name = self._rerank_model(request)
         if time.perf_counter() >= deadline:
