@@ -79,6 +79,15 @@ class ConceptCounter:
         self.chunks_of.update(seen)
         self.word_chunks.update(in_chunk)
 
+    def merge(self, other: ConceptCounter) -> None:
+        """Add the counts of another part of the corpus (read after this one)."""
+        self.words.update(other.words)
+        self.word_chunks.update(other.word_chunks)
+        self.pairs.update(other.pairs)
+        self.chunks_of.update(other.chunks_of)
+        self.total += other.total
+        self.docs += other.docs
+
     def result(self, min_npmi: float = MIN_NPMI, max_share: float = MAX_CHUNK_SHARE) -> dict[str, int]:
         """Concept phrase -> number of chunks it occurs in."""
         words, total = self.words, self.total

@@ -97,6 +97,12 @@ class PhraseCounter:
                 if _IDENTIFIER.match(k):
                     self._word_docs.setdefault(k, set()).add(doc_id)
 
+    def merge(self, other: PhraseCounter) -> None:
+        """Add the counts of another part of the corpus (read after this one)."""
+        self._docs += other._docs
+        for k, docs in other._word_docs.items():
+            self._word_docs.setdefault(k, set()).update(docs)
+
     def result(self) -> dict[str, int]:
         most = max(PHRASE_MAX_DOCS_FLOOR, int(PHRASE_MAX_DOC_SHARE * self._docs))
         return {k: len(d) for k, d in self._word_docs.items() if PHRASE_MIN_DOCS <= len(d) <= most}

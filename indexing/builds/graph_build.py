@@ -29,6 +29,7 @@ from hybridrag.indexing.analysis.entities import (
 )
 from hybridrag.indexing.analysis.phrases import NameDictionary, PhraseCounter, sentence_words
 from hybridrag.indexing.analysis.text import content_hash, has_japanese
+from hybridrag.indexing.builds.shards import Shards, shard_workers
 from hybridrag.indexing.stores.graph import ChunkMentions, Community, Entity, GraphData, Relation, Synonym
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
 from hybridrag.indexing.stores.graph_delta import DELTA_SCHEMA
@@ -62,40 +63,46 @@ def link_title_spans(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
     name is about. Single-word titles link only by exact name ("Paris" inside "Paris Hilton" is someone
     else). Depends only on the whole set of mentions, so an incremental update links as a full build does.
     """
-    # Title key -> the title's own mention: the linked mention takes its type, so a long name's type
-    # ("... of Nine Inch Nails": organisation) never outvotes what the title entity is.
+    titles = span_titles(chunks)
+    return [_with_title_spans(c, titles) for c in chunks] if titles else list(chunks)
+
+
+def span_titles(chunks: Iterable[ChunkMentions]) -> dict[str, Mention]:
+    """The titles' names `link_title_spans` links (of `TITLE_SPAN_MIN_WORDS` words or more): key -> the
+    title's own mention, whose type the linked mention takes, so a long name's type ("... of Nine Inch
+    Nails": organisation) never outvotes what the title entity is."""
     titles: dict[str, Mention] = {}
     for c in chunks:
         for m in c.mentions:
             if m.sentence_start < 0 and len(m.key.split()) >= TITLE_SPAN_MIN_WORDS:
                 titles.setdefault(m.key, m)
+    return titles
+
+
+def _with_title_spans(c: ChunkMentions, titles: dict[str, Mention]) -> ChunkMentions:
+    """The chunk with its mentions of the `span_titles` that its longer names contain."""
     if not titles:
-        return list(chunks)
-    out = []
-    for c in chunks:
-        added: list[Mention] = []
-        have = {(m.key, m.sentence_start) for m in c.mentions}
-        for m in c.mentions:
-            words = m.key.split()
-            if m.sentence_start < 0 or len(words) <= TITLE_SPAN_MIN_WORDS:
-                continue
-            surface_words = m.surface.split()
-            for size in range(len(words) - 1, TITLE_SPAN_MIN_WORDS - 1, -1):
-                for start in range(len(words) - size + 1):
-                    key = " ".join(words[start : start + size])
-                    if key in titles and (key, m.sentence_start) not in have:
-                        have.add((key, m.sentence_start))
-                        # The words of the long name that spell the title, as written in the text.
-                        surface = (
-                            " ".join(surface_words[start : start + size])
-                            if len(surface_words) == len(words)
-                            else titles[key].surface
-                        )
-                        added.append(
-                            Mention(key, surface, titles[key].type, m.sentence_start, m.sentence_end)
-                        )
-        out.append(replace(c, mentions=[*c.mentions, *added]) if added else c)
-    return out
+        return c
+    added: list[Mention] = []
+    have = {(m.key, m.sentence_start) for m in c.mentions}
+    for m in c.mentions:
+        words = m.key.split()
+        if m.sentence_start < 0 or len(words) <= TITLE_SPAN_MIN_WORDS:
+            continue
+        surface_words = m.surface.split()
+        for size in range(len(words) - 1, TITLE_SPAN_MIN_WORDS - 1, -1):
+            for start in range(len(words) - size + 1):
+                key = " ".join(words[start : start + size])
+                if key in titles and (key, m.sentence_start) not in have:
+                    have.add((key, m.sentence_start))
+                    # The words of the long name that spell the title, as written in the text.
+                    surface = (
+                        " ".join(surface_words[start : start + size])
+                        if len(surface_words) == len(words)
+                        else titles[key].surface
+                    )
+                    added.append(Mention(key, surface, titles[key].type, m.sentence_start, m.sentence_end))
+    return replace(c, mentions=[*c.mentions, *added]) if added else c
 
 
 TITLE_NAME_MIN_CHARS = 3  # a one- or two-letter title ("X", "Go") would match too much text
@@ -126,25 +133,36 @@ def title_names(chunks: Sequence[ChunkMentions]) -> dict[str, str]:
     return titles
 
 
-def link_corpus_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
+def link_corpus_names(chunks: Sequence[ChunkMentions], workers: int | None = None) -> list[ChunkMentions]:
     """Mentions of the corpus-wide names in every chunk, in this order: the titles' names (`title_names`),
     the corpus' case-free phrases (`phrases.corpus_phrases`, chunks counted as documents), then its
     concepts (`concepts.corpus_concepts`: node-only, typed `other`).
 
     A concept spelled as a name the chunks mention is left to the name, whose own rules say where it links
     (a one-word title by its exact name only: "Paris Hilton" does not mention the city). Two passes over
-    the corpus' words: one counts the phrases and concepts, one links titles, phrases and concepts.
+    the corpus' words: one counts the phrases and concepts, one links titles, phrases and concepts; both
+    run over shards of the chunks side by side (`shards`; `workers`: how many, by default one a core from
+    `shards.PARALLEL_MIN_ITEMS` chunks on), with the result of one process.
 
     One linking pass is enough because the names the linking finds cannot be concepts unless the chunks
     already mention them: a title's name is a title mention's key, and a phrase is one word with a digit or
     an inner hyphen, while a concept is one word of letters or two words."""
-    phrases, concepts = PhraseCounter(), ConceptCounter()
-    for c in chunks:
-        sentences = list(sentence_words(c.text))
-        phrases.add(c.chunk_id, sentences)
-        concepts.add(sentences)
+    with Shards(chunks, shard_workers(len(chunks), workers)) as shards:
+        dictionaries = _corpus_dictionaries(chunks, shards)
+        return [c for part in shards.map(_linked, dictionaries) for c in part]
+
+
+def _corpus_dictionaries(
+    chunks: Sequence[ChunkMentions], shards: Shards[ChunkMentions]
+) -> list[NameDictionary]:
+    """The corpus' titles, phrases and concepts to link (`link_corpus_names`), counted shard by shard."""
+    counted = shards.map(_count_names)
+    phrases, concepts = counted[0]
+    for their_phrases, their_concepts in counted[1:]:  # in chunk order: the counters' order is one process'
+        phrases.merge(their_phrases)
+        concepts.merge(their_concepts)
     names = {m.key for c in chunks for m in c.mentions}
-    dictionaries = [
+    return [
         d
         for d in (
             NameDictionary(title_names(chunks), proper=True),
@@ -155,17 +173,44 @@ def link_corpus_names(chunks: Sequence[ChunkMentions]) -> list[ChunkMentions]:
         )
         if d.names
     ]
-    if not dictionaries:
-        return list(chunks)
-    linked = []
-    for c in chunks:
+
+
+def _count_names(shard: Sequence[ChunkMentions]) -> tuple[PhraseCounter, ConceptCounter]:
+    """A shard's phrase and concept counts (chunks counted as documents)."""
+    phrases, concepts = PhraseCounter(), ConceptCounter()
+    for c in shard:
         sentences = list(sentence_words(c.text))
-        for dictionary in dictionaries:
-            added = dictionary.find(c.text, c.mentions, sentences)
-            if added:
-                c = replace(c, mentions=[*c.mentions, *added])
-        linked.append(c)
-    return linked
+        phrases.add(c.chunk_id, sentences)
+        concepts.add(sentences)
+    return phrases, concepts
+
+
+def _with_names(c: ChunkMentions, dictionaries: Sequence[NameDictionary]) -> ChunkMentions:
+    """The chunk with its mentions of the dictionaries' names, in dictionary order (a later dictionary sees
+    what an earlier one found: a name found once is not found again)."""
+    if not dictionaries:
+        return c
+    sentences = list(sentence_words(c.text))
+    for dictionary in dictionaries:
+        added = dictionary.find(c.text, c.mentions, sentences)
+        if added:
+            c = replace(c, mentions=[*c.mentions, *added])
+    return c
+
+
+def _linked(shard: Sequence[ChunkMentions], dictionaries: Sequence[NameDictionary]) -> list[ChunkMentions]:
+    return [_with_names(c, dictionaries) for c in shard]
+
+
+def _tallied(
+    shard: Sequence[ChunkMentions], dictionaries: Sequence[NameDictionary], titles: dict[str, Mention]
+) -> _Tally:
+    """A shard's chunks linked (`link_corpus_names`, `link_title_spans`) and tallied one at a time: a
+    chunk's linked mentions (a dozen concepts a sentence) are not all held at once."""
+    tally = _Tally()
+    for c in shard:
+        tally.add(_with_title_spans(_with_names(c, dictionaries), titles))
+    return tally
 
 
 def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
@@ -226,19 +271,28 @@ def article_key(title: str) -> str:
     return normalize_name(DISAMBIGUATION.sub("", title).strip()) if title.strip() else ""
 
 
-def build_graph(chunks: Iterable[ChunkMentions]) -> GraphData:
-    """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities."""
+def build_graph(chunks: Iterable[ChunkMentions], workers: int | None = None) -> GraphData:
+    """Aggregate mentions into entities and sentence co-occurrence relations, then detect communities.
+
+    The corpus' names are linked and the mentions tallied over shards of the chunks side by side (`shards`;
+    `workers` as `link_corpus_names`), the shards' tallies merged in chunk order: the graph of one process.
+    """
     # Case-less sentences' names leave before the links: a title's name found in case-less text stays.
-    linked = link_title_spans(link_corpus_names([_graph_mentions(c) for c in chunks]))
-    tally = _Tally()
-    for chunk in linked:
-        tally.add(chunk)
+    graph_chunks = [_graph_mentions(c) for c in chunks]
+    titles = span_titles(graph_chunks)  # title mentions come from the titles, not from the linking
+    with Shards(graph_chunks, shard_workers(len(graph_chunks), workers)) as shards:
+        dictionaries = _corpus_dictionaries(graph_chunks, shards)
+        tallies = shards.map(_tallied, dictionaries, titles)
+    tally = tallies[0]
+    for other in tallies[1:]:
+        tally.merge(other)
     keys = sorted(tally.types.keys() | tally.node_types.keys())  # stable node order
     ids = {key: entity_id(key) for key in keys}
     entities = [tally.entity(key, ids[key]) for key in keys]
     relations = tally.relations(ids)
+    texts = {c.chunk_id: c.text for c in graph_chunks}
     communities = detect_communities(
-        entities, relations, tally.sentences_by_chunk, {i: k for k, i in ids.items()}
+        entities, relations, tally.sentences_by_chunk, {i: k for k, i in ids.items()}, texts
     )
     return GraphData(entities, relations, communities)
 
@@ -264,7 +318,9 @@ class _Tally:
     named: set[str] = field(default_factory=set)  # keys some mention names (not only as a concept)
     sentence_count: int = 0
     entity_sentences: Counter[str] = field(default_factory=Counter)
-    sentences_by_chunk: dict[str, list[tuple[str, set[str]]]] = field(default_factory=dict)
+    # A chunk's sentences with names: their offsets in its text (not copies: the shards send their tallies
+    # to be merged) and the names in each.
+    sentences_by_chunk: dict[str, list[tuple[int, int, set[str]]]] = field(default_factory=dict)
 
     def add(self, chunk: ChunkMentions) -> None:
         by_sentence: dict[tuple[int, int], set[str]] = defaultdict(set)
@@ -295,7 +351,7 @@ class _Tally:
             present = in_sentence | title_keys
             self.sentence_count += 1
             self.entity_sentences.update(present)
-            chunk_sentences.append((chunk.text[start:end], present))
+            chunk_sentences.append((start, end, present))
             ordered = sorted(present)
             for i, a in enumerate(ordered):
                 for b in ordered[i + 1 :]:
@@ -308,6 +364,37 @@ class _Tally:
                             {"chunkId": chunk.chunk_id, "start": start, "end": end}
                         )
         self.sentences_by_chunk[chunk.chunk_id] = chunk_sentences
+
+    def merge(self, other: _Tally) -> None:
+        """Add the tally of chunks that come after this one's: every count, list and first occurrence
+        (type, surface, description, evidence) ends as one tally of all the chunks in order would."""
+        for mine, theirs in (
+            (self.types, other.types),
+            (self.node_types, other.node_types),
+            (self.surfaces, other.surfaces),
+        ):
+            for key, counts in theirs.items():
+                mine[key].update(counts)
+        for seen, more in (
+            (self.chunks, other.chunks),
+            (self.files, other.files),
+            (self.title_chunks, other.title_chunks),
+        ):
+            for key, ids in more.items():
+                seen[key].update(ids)
+        for key, text in other.descriptions.items():
+            self.descriptions.setdefault(key, text)
+        self.pair_count.update(other.pair_count)
+        for pair, ids in other.pair_chunks.items():
+            self.pair_chunks[pair].update(ids)
+        for pair, evidence in other.pair_evidence.items():
+            held = self.pair_evidence[pair]
+            held.extend(evidence[: MAX_EVIDENCE - len(held)])
+        self.articles |= other.articles
+        self.named |= other.named
+        self.sentence_count += other.sentence_count
+        self.entity_sentences.update(other.entity_sentences)
+        self.sentences_by_chunk.update(other.sentences_by_chunk)
 
     def entity(self, key: str, eid: str) -> Entity:
         name = self.surfaces[key].most_common(1)[0][0]
@@ -381,10 +468,13 @@ def synonym_pairs(
 def detect_communities(
     entities: list[Entity],
     relations: list[Relation],
-    sentences_by_chunk: dict[str, list[tuple[str, set[str]]]],
+    sentences_by_chunk: dict[str, list[tuple[int, int, set[str]]]],
     key_of: dict[str, str],
+    texts: dict[str, str],
 ) -> list[Community]:
-    """Leiden communities (modularity, fixed seed) over entities that have at least one relation."""
+    """Leiden communities (modularity, fixed seed) over entities that have at least one relation, each
+    reported with the sentences (`sentences_by_chunk`: offsets into `texts`, each chunk's text) that name
+    most of its entities."""
     if not relations:
         return []
     import igraph as ig
@@ -430,9 +520,12 @@ def detect_communities(
         scored: list[tuple[int, int, str]] = []
         seen: set[str] = set()
         for order, chunk_id in enumerate(chunk_ids):
-            for sentence, skeys in sentences_by_chunk.get(chunk_id, []):
+            for start, end, skeys in sentences_by_chunk.get(chunk_id, []):
                 hits = len(skeys & keys)
-                if hits and sentence not in seen:
+                if not hits:
+                    continue
+                sentence = texts[chunk_id][start:end]
+                if sentence not in seen:
                     seen.add(sentence)
                     scored.append((-hits, order, sentence))
         sentences = [s for _h, _o, s in sorted(scored)[:MAX_REPORT_SENTENCES]]

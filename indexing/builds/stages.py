@@ -26,6 +26,7 @@ from hybridrag.indexing.analysis.entities import EntityExtractor, Mention, chunk
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
 from hybridrag.indexing.builds.graph_build import build_graph, delta_links, synonym_pairs
 from hybridrag.indexing.builds.passages import PassageEngine, WrittenVectors, embedding_text, make_chunks
+from hybridrag.indexing.builds.shards import Shards, shard_workers
 from hybridrag.indexing.documents.sources import Document, SourceReport
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores import segments, versions
@@ -63,6 +64,18 @@ from hybridrag.indexing.stores.vectors import VectorIndexWriter
 T = TypeVar("T")
 # Chunks extracted together: the name tagger reads their case-less sentences in one batched pass.
 EXTRACT_BATCH = 256
+
+
+def extract_texts(
+    texts: Sequence[str], sudachi_mode: str, tagger_types: bool, batch: int
+) -> tuple[str, list[list[Mention]]]:
+    """A shard's mentions by a build's extractor (`VersionWrite.entities`) in batches of `batch` texts, and
+    the extractor's version (run in a child process, `shards`)."""
+    extractor = EntityExtractor(Analyzer(sudachi_mode), tagger_types=tagger_types)
+    batches = (texts[i : i + batch] for i in range(0, len(texts), batch))
+    return extractor.version, [found for batch in batches for found in extractor.extract_many(batch)]
+
+
 EMBED_BATCH = 256
 
 
@@ -244,13 +257,26 @@ class VersionWrite:
             self.extraction = "mixed"
 
     def _extract(self, extractor: EntityExtractor, extract: list[Chunk]) -> None:
+        """The chunks' mentions, over shards of them side by side (`shards`: a large write's extraction is
+        single-threaded Python but for the tagger), each by an extractor of the same version."""
         title_docs = sorted({c.doc_id for c in extract})
         title_mentions = {doc_id: extractor.extract_title(self.titles[doc_id]) for doc_id in title_docs}
-        pieces = [extract[i : i + EXTRACT_BATCH] for i in range(0, len(extract), EXTRACT_BATCH)]
-        for piece in self.progress(pieces, "entities", len(pieces)):
-            found = extractor.extract_many([c.text for c in piece])
-            for c, chunk_mentions in zip(piece, found, strict=True):
-                self.mentions[c.chunk_id] = title_mentions[c.doc_id] + chunk_mentions
+
+        def here(texts: Sequence[str], *_settings: Any) -> tuple[str, list[list[Mention]]]:
+            pieces = [texts[i : i + batch] for i in range(0, len(texts), batch)]
+            progress = self.progress(pieces, "entities", len(pieces))
+            return extractor.version, [found for piece in progress for found in extractor.extract_many(piece)]
+
+        texts, batch = [c.text for c in extract], EXTRACT_BATCH
+        # Shards cut where the batches do: the tagger reads a batch's sentences together.
+        with Shards(texts, shard_workers(len(texts)), align=batch) as shards:
+            tagger_types = self.config.name_typing == "tagger"
+            parts = shards.map(extract_texts, self.config.sudachi_mode, tagger_types, batch, here=here)
+        if any(version != extractor.version for version, _found in parts):
+            raise RuntimeError(f"a shard's extractor is not {extractor.version}: {[v for v, _f in parts]}")
+        found = [mentions for _version, part in parts for mentions in part]
+        for c, chunk_mentions in zip(extract, found, strict=True):
+            self.mentions[c.chunk_id] = title_mentions[c.doc_id] + chunk_mentions
 
     def keyword(self, analyzer: Analyzer) -> None:
         with self.stages.timed("keyword"):

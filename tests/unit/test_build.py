@@ -284,3 +284,31 @@ def test_name_typing_is_the_index_own_and_writes_keep_it(tmp_path: Path) -> None
     assert types["typer"]["Augusta Ada Byron"] != "person"
     with pytest.raises(ValueError, match="name_typing"):
         BuildConfig(name_typing="crf")
+
+
+def test_a_build_in_shards_side_by_side_writes_what_one_process_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large write extracts mentions and builds the graph over shards of its chunks in child processes
+    (`builds.shards`); its mentions and every graph file are byte for byte one process' (the sample corpus
+    in both languages, cut small; batches of 4 chunks, so that three shards cut it)."""
+    from conftest import SAMPLE
+
+    from hybridrag.indexing.builds import shards, stages
+    from hybridrag.indexing.stores.tables import MENTIONS
+
+    config = BuildConfig(embedding_model=None, chunk_size=300, chunk_overlap=0)
+    IndexBuilder(tmp_path / "one", config).build(SAMPLE)
+    monkeypatch.setattr(shards, "PARALLEL_MIN_ITEMS", 1)
+    monkeypatch.setattr(shards, "available_cores", lambda: 3)
+    monkeypatch.setattr(stages, "EXTRACT_BATCH", 4)
+    started: list[int] = []
+    start_child = shards._start_child
+    monkeypatch.setattr(shards, "_start_child", lambda: started.append(1) or start_child())
+    IndexBuilder(tmp_path / "three", config).build(SAMPLE)
+    one, three = (versions.current_version(tmp_path / name).path for name in ("one", "three"))
+    chunks = read_version_table(one, CHUNKS).num_rows
+    assert chunks > 2 * 12 and len(started) == 4  # two children for the mentions, two for the graph
+    assert (one / MENTIONS).read_bytes() == (three / MENTIONS).read_bytes()
+    files = sorted(p.relative_to(one) for p in (one / "graph").rglob("*") if p.is_file())
+    assert files and all((one / f).read_bytes() == (three / f).read_bytes() for f in files)

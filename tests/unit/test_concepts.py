@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import jsonl_corpus
 
 from hybridrag.indexing.analysis.concepts import corpus_concepts
@@ -166,3 +167,51 @@ def test_an_incremental_add_gives_the_concepts_a_full_build_gives(tmp_path: Path
     assert concepts(step) == concepts(tmp_path / "less")
     assert "SUBSTANTIA NIGRA" in concepts(step)
     assert np.all([len(v) >= 2 for v in concepts(full).values()])
+
+
+def test_names_linked_in_shards_side_by_side_are_those_one_process_links() -> None:
+    """`link_corpus_names` and `build_graph` over shards of the chunks in child processes (`builds.shards`)
+    give every chunk the mentions one process gives it (titles' names in any case, phrases, concepts, in
+    their order) and the same graph."""
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.analysis.entities import EntityExtractor
+    from hybridrag.indexing.builds.graph_build import link_corpus_names
+    from hybridrag.indexing.builds.shards import PARALLEL_MIN_ITEMS, shard_workers
+
+    extractor = EntityExtractor(Analyzer())
+    texts = [
+        *(t for _i, t in ABSTRACTS),
+        *(t.upper() for _i, t in ABSTRACTS),
+        "IL-6 and BRCA1 were measured in the Substantia Nigra by Scott Derrickson's team in Denver.",
+        "il-6 levels rose; brca1 did not. scott derrickson reported it from denver.",
+        "SUBSTANTIA NIGRA NEURONS LOST AUTOPHAGY; IL-6 ROSE.",
+    ]
+    chunks = [
+        ChunkMentions(
+            f"c{i}",
+            f"f{i % 4}",
+            text,
+            [*extractor.extract_title(TITLES.get("cd"[i % 2], "")), *extractor.extract(text)],
+            TITLES.get("cd"[i % 2], ""),
+        )
+        for i, text in enumerate(texts * 3)
+    ]
+    alone = link_corpus_names(chunks, workers=1)
+    assert any(m.concept for c in alone for m in c.mentions)  # the corpus has concepts...
+    assert any(m.key == "il-6" and not m.concept for c in alone for m in c.mentions)  # ...and phrases
+    assert any(m.key == "substantia nigra" and not m.concept for c in alone[5:10] for m in c.mentions)
+    assert link_corpus_names(chunks, workers=3) == alone  # two children and this process
+    few = chunks[9:12]  # shards of one chunk each
+    assert link_corpus_names(few, workers=3) == link_corpus_names(few, workers=1)
+    # The whole graph: the shards' tallies merged in chunk order are one process' tally.
+    one, three = build_graph(chunks, workers=1), build_graph(chunks, workers=3)
+    assert one.relations and one.communities and three == one
+    # A shard's failure in a child is raised here, with what went wrong.
+    from hybridrag.indexing.builds import graph_build
+    from hybridrag.indexing.builds.shards import Shards
+
+    with pytest.raises(RuntimeError, match="AttributeError"), Shards([chunks[0], 5], 2) as shards:
+        shards.map(graph_build._count_names)
+    # Side by side only where it pays: from PARALLEL_MIN_ITEMS chunks on, one process a core.
+    assert shard_workers(10) == 1 and shard_workers(10, workers=4) == 4 and shard_workers(3, workers=8) == 3
+    assert shard_workers(PARALLEL_MIN_ITEMS) >= 1

@@ -1,0 +1,143 @@
+"""Work over contiguous shards of a list, side by side: the first shard in this process, each other one in a
+child process that holds its shard between calls.
+
+The graph build's passes over the corpus' words (`graph_build`: counting phrases and concepts, then linking
+names and tallying mentions) are single-threaded Python and each chunk's work depends only on the chunk and
+on what an earlier pass found in all of them, so shards split it without changing a result: the caller merges
+the shards' results in shard order. A child is a fresh interpreter running this module (`python -m`), not a
+fork, so a serving process' threads are not copied; nor `multiprocessing`'s spawn, which re-runs the parent's
+main script (one without a `__main__` guard would start its work again in the child).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+from hybridrag.indexing.models.registry import available_cores
+
+#: Fewer items than this are worked in one process: a child's start (~0.3 s, a fresh interpreter) and its
+#: shard's transfer are worth it only for a large write (benchmarks/README.md, "Constants").
+PARALLEL_MIN_ITEMS = 20_000
+#: At most this many processes, whatever the cores.
+MAX_WORKERS = 4
+
+_Item = TypeVar("_Item")
+
+
+def shard_workers(items: int, workers: int | None = None) -> int:
+    """How many processes work `items` items: `workers` when given, else one a core (at most
+    `MAX_WORKERS`) from `PARALLEL_MIN_ITEMS` items on; one inside a daemonic process (which may not start
+    children) or where there is no interpreter to start."""
+    if multiprocessing.current_process().daemon or not sys.executable:
+        return 1
+    if workers is not None:
+        return max(1, min(workers, items))
+    return min(available_cores(), MAX_WORKERS) if items >= PARALLEL_MIN_ITEMS else 1
+
+
+class Shards(Generic[_Item]):
+    """`items` cut into `workers` contiguous shards; `map(fn, *args)` runs `fn(shard, *args)` on every
+    shard at once and returns the results in shard order. `fn` and its arguments and results cross
+    processes by pickle (`fn` a module-level function). A context manager that stops its children."""
+
+    def __init__(self, items: Sequence[_Item], workers: int, align: int = 1) -> None:
+        """`align`: shards (but the last) hold a multiple of this many items, so that work done in batches
+        of that size cuts them where one process would."""
+        size = max(1, -(-len(items) // max(1, workers)))
+        size = -(-size // align) * align
+        self._own = items[:size]
+        self._children: list[tuple[subprocess.Popen[bytes], Connection]] = []
+        try:
+            for at in range(size, len(items), size):
+                process, conn = _start_child()
+                self._children.append((process, conn))
+                conn.send(list(items[at : at + size]))
+        except BaseException:
+            self._stop(failed=True)
+            raise
+
+    def map(self, fn: Callable[..., Any], *args: Any, here: Callable[..., Any] | None = None) -> list[Any]:
+        """`here`: what runs on this process' shard instead of `fn` (the same work, with what cannot cross
+        processes, such as a progress bar or a loaded model)."""
+        for _process, conn in self._children:
+            conn.send((fn, args))
+        results = [(here or fn)(self._own, *args)]
+        for process, conn in self._children:
+            results.append(_receive(process, conn))
+        return results
+
+    def __enter__(self) -> Shards[_Item]:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stop(failed=kind is not None)
+
+    def _stop(self, failed: bool) -> None:
+        for process, conn in self._children:
+            if not failed and process.poll() is None:
+                with contextlib.suppress(OSError):
+                    conn.send(None)  # the child's loop ends
+            conn.close()
+            if failed:
+                process.kill()
+            process.wait()
+        self._children = []
+
+
+def _receive(process: subprocess.Popen[bytes], conn: Connection) -> Any:
+    try:
+        ok, got = conn.recv()
+    except (EOFError, ConnectionError):
+        code = process.wait(timeout=5)
+        raise RuntimeError(f"a shard's process ended early (exit code {code})") from None
+    if not ok:
+        raise RuntimeError(f"a shard's process failed: {got}")
+    return got
+
+
+def _start_child() -> tuple[subprocess.Popen[bytes], Connection]:
+    """A child running `_serve` on one end of a socket pair; the other end, as a `Connection`."""
+    ours, theirs = socket.socketpair()
+    with theirs:
+        process = subprocess.Popen(
+            [sys.executable, "-m", __spec__.name if __spec__ else __name__, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            # The child imports what this process imports, from where it imports it.
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        )
+    return process, Connection(ours.detach())
+
+
+def _serve(conn: Connection) -> None:
+    """A child's side: receive its shard, then run each call sent on it until told to stop (None)."""
+    try:
+        shard = conn.recv()
+        while (call := conn.recv()) is not None:
+            fn, args = call
+            # (True, the result) or (False, what went wrong): the parent raises the latter.
+            try:
+                result = fn(shard, *args)
+            except Exception as exc:  # reported to the parent, which raises it
+                conn.send((False, f"{type(exc).__name__}: {exc}"))
+                return
+            conn.send((True, result))
+    except EOFError:
+        pass  # the parent went away
+    finally:
+        conn.close()
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])))
