@@ -368,25 +368,22 @@ class _Tally:
     def merge(self, other: _Tally) -> None:
         """Add the tally of chunks that come after this one's: every count, list and first occurrence
         (type, surface, description, evidence) ends as one tally of all the chunks in order would."""
-        for mine, theirs in (
+        # Per key: counters add up, ordered id sets (dicts) append the ids not yet held, both by `update`.
+        grouped: tuple[tuple[dict[Any, Any], dict[Any, Any]], ...] = (
             (self.types, other.types),
             (self.node_types, other.node_types),
             (self.surfaces, other.surfaces),
-        ):
-            for key, counts in theirs.items():
-                mine[key].update(counts)
-        for seen, more in (
             (self.chunks, other.chunks),
             (self.files, other.files),
             (self.title_chunks, other.title_chunks),
-        ):
-            for key, ids in more.items():
-                seen[key].update(ids)
+            (self.pair_chunks, other.pair_chunks),
+        )
+        for mine, theirs in grouped:
+            for key, part in theirs.items():
+                mine[key].update(part)
         for key, text in other.descriptions.items():
             self.descriptions.setdefault(key, text)
         self.pair_count.update(other.pair_count)
-        for pair, ids in other.pair_chunks.items():
-            self.pair_chunks[pair].update(ids)
         for pair, evidence in other.pair_evidence.items():
             held = self.pair_evidence[pair]
             held.extend(evidence[: MAX_EVIDENCE - len(held)])

@@ -71,9 +71,16 @@ def extract_texts(
 ) -> tuple[str, list[list[Mention]]]:
     """A shard's mentions by a build's extractor (`VersionWrite.entities`) in batches of `batch` texts, and
     the extractor's version (run in a child process, `shards`)."""
-    extractor = EntityExtractor(Analyzer(sudachi_mode), tagger_types=tagger_types)
-    batches = (texts[i : i + batch] for i in range(0, len(texts), batch))
-    return extractor.version, [found for batch in batches for found in extractor.extract_many(batch)]
+    return _extracted(EntityExtractor(Analyzer(sudachi_mode), tagger_types=tagger_types), texts, batch)
+
+
+def _extracted(
+    extractor: EntityExtractor, texts: Sequence[str], batch: int, progress: Progress | None = None
+) -> tuple[str, list[list[Mention]]]:
+    """`texts`' mentions by `extractor` in batches of `batch` texts (shown by `progress`), and its version."""
+    batches = [texts[i : i + batch] for i in range(0, len(texts), batch)]
+    read = batches if progress is None else progress(batches, "entities", len(batches))
+    return extractor.version, [found for piece in read for found in extractor.extract_many(piece)]
 
 
 EMBED_BATCH = 256
@@ -263,9 +270,7 @@ class VersionWrite:
         title_mentions = {doc_id: extractor.extract_title(self.titles[doc_id]) for doc_id in title_docs}
 
         def here(texts: Sequence[str], *_settings: Any) -> tuple[str, list[list[Mention]]]:
-            pieces = [texts[i : i + batch] for i in range(0, len(texts), batch)]
-            progress = self.progress(pieces, "entities", len(pieces))
-            return extractor.version, [found for piece in progress for found in extractor.extract_many(piece)]
+            return _extracted(extractor, texts, batch, self.progress)
 
         texts, batch = [c.text for c in extract], EXTRACT_BATCH
         # Shards cut where the batches do: the tagger reads a batch's sentences together.
