@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 _JA_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f\u3005\u30fc]")
-_LETTER = re.compile(r"[^\W\d_]")
+_NOT_JA_CHAR = re.compile(r"[^\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f\u3005\u30fc]+")
+_NOT_LETTER = re.compile(r"[\W\d_]+")
 
 # A sentence ends after Japanese full stops / marks (no space needed), after Western terminal punctuation
 # followed by whitespace, or at a blank line / line break.
@@ -25,10 +26,15 @@ _SENTENCE_END = re.compile(
 
 def detect_language(text: str) -> str:
     """Return "ja" when Japanese script makes up a fair share of the letters, else "en"."""
-    letters = len(_LETTER.findall(text[:5000]))
-    if letters == 0:
+    head = text[:5000]
+    if _JA_CHAR.search(head) is None:
         return "en"
-    ja = len(_JA_CHAR.findall(text[:5000]))
+    # Counted by what is left when the rest is removed: a list of every letter as a string of its own
+    # (`findall`) made this 72% of reading a JSON-lines corpus.
+    letters = len(_NOT_LETTER.sub("", head))
+    if letters == 0:  # Japanese punctuation alone (・, ゠)
+        return "en"
+    ja = len(_NOT_JA_CHAR.sub("", head))
     return "ja" if ja / letters >= 0.2 else "en"
 
 

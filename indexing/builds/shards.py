@@ -6,7 +6,8 @@ names and tallying mentions) are single-threaded Python and each chunk's work de
 on what an earlier pass found in all of them, so shards split it without changing a result: the caller merges
 the shards' results in shard order. A child is a fresh interpreter running this module (`python -m`), not a
 fork, so a serving process' threads are not copied; nor `multiprocessing`'s spawn, which re-runs the parent's
-main script (one without a `__main__` guard would start its work again in the child).
+main script (one without a `__main__` guard would start its work again in the child). `Aside` runs one
+call in such a child while the caller goes on (a build's keyword index beside its graph).
 """
 
 from __future__ import annotations
@@ -85,14 +86,57 @@ class Shards(Generic[_Item]):
 
     def _stop(self, failed: bool) -> None:
         for process, conn in self._children:
-            if not failed and process.poll() is None:
-                with contextlib.suppress(OSError):
-                    conn.send(None)  # the child's loop ends
-            conn.close()
-            if failed:
-                process.kill()
-            process.wait()
+            _stop_child(process, conn, failed)
         self._children = []
+
+
+class Aside:
+    """`fn(payload, *args)` run in a child process while this one goes on with other work; `result()`
+    waits for it and returns what it returned (raises what it raised, as `Shards.map` does). A context
+    manager: leaving it stops the child (killed when the block failed or the result was never asked for).
+    `fn` is a module-level function; `payload` and `args` cross by pickle, `payload` once."""
+
+    def __init__(self, fn: Callable[..., Any], payload: Any, *args: Any) -> None:
+        self._process, self._conn = _start_child()
+        self._done = False
+        try:
+            # No shard: the payload goes with the call, so the child lets it go once the call returns.
+            self._conn.send(None)
+            self._conn.send((_aside, (fn, payload, *args)))
+        except BaseException:
+            self._stop(failed=True)
+            raise
+
+    def result(self) -> Any:
+        got = _receive(self._process, self._conn)
+        self._done = True
+        return got
+
+    def __enter__(self) -> Aside:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stop(failed=kind is not None or not self._done)
+
+    def _stop(self, failed: bool) -> None:
+        _stop_child(self._process, self._conn, failed)
+
+
+def _aside(_shard: None, fn: Callable[..., Any], payload: Any, *args: Any) -> Any:
+    return fn(payload, *args)
+
+
+def _stop_child(process: subprocess.Popen[bytes], conn: Connection, failed: bool) -> None:
+    """Tell a child its loop ends (or kill it, when its work is abandoned) and wait for it."""
+    if not failed and process.poll() is None:
+        with contextlib.suppress(OSError):
+            conn.send(None)  # the child's loop ends
+    conn.close()
+    if failed:
+        process.kill()
+    process.wait()
 
 
 def _receive(process: subprocess.Popen[bytes], conn: Connection) -> Any:
@@ -133,6 +177,7 @@ def _serve(conn: Connection) -> None:
                 conn.send((False, f"{type(exc).__name__}: {exc}"))
                 return
             conn.send((True, result))
+            del call, fn, args, result  # not held while the next call is awaited
     except EOFError:
         pass  # the parent went away
     finally:

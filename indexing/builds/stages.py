@@ -3,15 +3,19 @@
 `VersionWrite` holds what the stages share (the base version, the documents and chunks the new version
 keeps, their mentions) and runs them in order: chunk (and embed, when a passage engine does both), entities,
 keyword, vectors, graph, tables, publish. Every build, update, delete, regraph and documents-API batch goes
-through it, so they all write the same thing for the same documents.
+through it, so they all write the same thing for the same documents. A large write (`shards.shard_workers`)
+writes its keyword index in a child process and finishes its vector files on a thread while the graph is
+built: the three depend only on the chunks and their entity types, and write apart.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
@@ -26,7 +30,7 @@ from hybridrag.indexing.analysis.entities import EntityExtractor, Mention, chunk
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
 from hybridrag.indexing.builds.graph_build import build_graph, delta_links, synonym_pairs
 from hybridrag.indexing.builds.passages import PassageEngine, WrittenVectors, embedding_text, make_chunks
-from hybridrag.indexing.builds.shards import Shards, shard_workers
+from hybridrag.indexing.builds.shards import Aside, Shards, shard_workers
 from hybridrag.indexing.documents.sources import Document, SourceReport
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores import segments, versions
@@ -84,6 +88,41 @@ def _extracted(
 
 
 EMBED_BATCH = 256
+# What the keyword index gets of a chunk, as `KeywordRow`'s fields (a tuple pickles in C, a dataclass does not).
+KeywordFields = tuple[str, str, str, str, str, datetime | None, list[str]]
+
+
+def write_keyword(
+    rows: Sequence[KeywordFields],
+    sudachi_mode: str,
+    path: Path,
+    create: bool,
+    reset: bool,
+    deleted: list[str],
+) -> float:
+    """`_write_keyword` with a fresh analyzer (run in a child process beside the graph, `shards.Aside`);
+    returns its seconds."""
+    t0 = time.perf_counter()
+    _write_keyword(Analyzer(sudachi_mode), rows, path, create, reset, deleted)
+    return time.perf_counter() - t0
+
+
+def _write_keyword(
+    analyzer: Analyzer,
+    rows: Iterable[KeywordFields],
+    path: Path,
+    create: bool,
+    reset: bool,
+    deleted: list[str],
+) -> None:
+    """The keyword index at `path`: anew with `reset`, the documents `deleted` taken out, `rows` added."""
+    if reset:
+        shutil.rmtree(path, ignore_errors=True)
+    kw = KeywordIndexWriter(path, analyzer, create=create or reset)
+    if deleted:
+        kw.delete_documents(deleted)
+    kw.add(KeywordRow(*row) for row in rows)
+    kw.commit()
 
 
 class Stages:
@@ -169,9 +208,21 @@ class VersionWrite:
         self.chunk(new_docs, remove_ids)
         analyzer = Analyzer(self.config.sudachi_mode)
         self.entities(analyzer)
-        self.keyword(analyzer)
-        embedding = self.vectors()
-        graph_counts = self.graph(analyzer)
+        beside = shard_workers(len(self.chunks if self.reextract else self.new_chunks)) > 1
+        # The pool's exit waits for the vector files even when the graph fails: the staging directory is
+        # removed only after.
+        with contextlib.ExitStack() as stack, ThreadPoolExecutor(1, "vectors") as pool:
+            keyword = self.keyword(analyzer, beside)
+            if keyword is not None:
+                stack.enter_context(keyword)
+            finish = self.vectors()
+            finishing = pool.submit(finish) if beside else None
+            embedding = finish() if finishing is None else None
+            graph_counts = self.graph(analyzer)
+            if finishing is not None:
+                embedding = finishing.result()
+            if keyword is not None:
+                self.stages.seconds["keyword"] = keyword.result()
         self.tables()
         self.manifest = {
             "version": self.version,
@@ -283,31 +334,32 @@ class VersionWrite:
         for c, chunk_mentions in zip(extract, found, strict=True):
             self.mentions[c.chunk_id] = title_mentions[c.doc_id] + chunk_mentions
 
-    def keyword(self, analyzer: Analyzer) -> None:
+    def keyword(self, analyzer: Analyzer, beside: bool = False) -> Aside | None:
+        """The keyword index; with `beside`, written by a child process while this one goes on (returned:
+        its `result()` is the stage's seconds)."""
+        chunks = self.chunks if self.reextract else self.new_chunks
+        titles, dates = self.titles, self.dates
+        rows = [
+            (c.chunk_id, c.doc_id, c.file_id, titles[c.doc_id], c.text, dates[c.doc_id], list(c.entity_types))
+            for c in chunks
+        ]
+        # A re-extraction writes the keyword index anew, in the chunks' order: deleting and re-adding the
+        # re-typed chunks would leave the deleted copies in tantivy's term statistics (BM25) until a
+        # merge, so scores would drift from a fresh build's.
+        deleted = [] if self.reextract else [d.doc_id for d in self.removed]
+        path, create, reset = self.staging / "keyword", self.create, self.reextract
+        if beside:
+            return Aside(write_keyword, rows, self.config.sudachi_mode, path, create, reset, deleted)
         with self.stages.timed("keyword"):
-            # A re-extraction writes the keyword index anew, in the chunks' order: deleting and re-adding the
-            # re-typed chunks would leave the deleted copies in tantivy's term statistics (BM25) until a
-            # merge, so scores would drift from a fresh build's.
-            if self.reextract:
-                shutil.rmtree(self.staging / "keyword", ignore_errors=True)
-            kw = KeywordIndexWriter(self.staging / "keyword", analyzer, create=self.create or self.reextract)
-            if self.removed and not self.reextract:
-                kw.delete_documents(d.doc_id for d in self.removed)
-            rows = self.chunks if self.reextract else self.new_chunks
-            titles, dates = self.titles, self.dates
-            kw.add(
-                KeywordRow(
-                    c.chunk_id, c.doc_id, c.file_id, titles[c.doc_id], c.text, dates[c.doc_id], c.entity_types
-                )
-                for c in self.progress(rows, "keyword", len(rows))
-            )
-            kw.commit()
+            _write_keyword(analyzer, self.progress(rows, "keyword", len(rows)), path, create, reset, deleted)
+        return None
 
-    def vectors(self) -> dict[str, Any] | None:
-        """The vector table and its serving files; returns the manifest's `embedding` (None: no model)."""
+    def vectors(self) -> Callable[[], dict[str, Any] | None]:
+        """The vector table (embedded here); returns what finishes the stage, the serving files (native code
+        mostly: `run` may call it on a thread), which returns the manifest's `embedding` (None: no model)."""
         embedder, base, written = self.embedder, self.base, self.written
         if embedder is None:
-            return None
+            return lambda: None
         if base is not None and base.manifest.get("embedding", {}).get("dim") not in (None, embedder.dim):
             raise versions.IndexUnavailable("embedding dimension differs from the index being updated")
         written_files: dict[str, dict[str, Any]] = {}
@@ -322,6 +374,12 @@ class VersionWrite:
             vw.delete_documents([d.doc_id for d in self.removed], self._removed_chunk_ids())
         if written is None:
             self._embed_new_chunks(vw, embedder)
+        return lambda: self._finish_vectors(vw, embedder, written_files)
+
+    def _finish_vectors(
+        self, vw: VectorIndexWriter, embedder: Embedder, written_files: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        base, written = self.base, self.written
         with self.stages.timed("vectors"):
             vw.set_entity_types({c.chunk_id: c.entity_types for c in self.retyped})
             # An update's rows go into a segment of the serving files (rows the engine wrote are not known

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -287,28 +288,78 @@ def test_name_typing_is_the_index_own_and_writes_keep_it(tmp_path: Path) -> None
 
 
 def test_a_build_in_shards_side_by_side_writes_what_one_process_writes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any
 ) -> None:
     """A large write extracts mentions and builds the graph over shards of its chunks in child processes
-    (`builds.shards`); its mentions and every graph file are byte for byte one process' (the sample corpus
-    in both languages, cut small; batches of 4 chunks, so that three shards cut it)."""
+    (`builds.shards`), writes its keyword index in another child and finishes its vector files on a thread
+    meanwhile; its mentions, graph files and serving vectors are byte for byte one process', its keyword
+    index answers as one process' (the sample corpus in both languages, cut small; batches of 4 chunks, so
+    that three shards cut it)."""
     from conftest import SAMPLE
 
+    from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.builds import shards, stages
+    from hybridrag.indexing.stores.keyword import KeywordIndex
     from hybridrag.indexing.stores.tables import MENTIONS
 
-    config = BuildConfig(embedding_model=None, chunk_size=300, chunk_overlap=0)
-    IndexBuilder(tmp_path / "one", config).build(SAMPLE)
+    config = BuildConfig(embedding_model="minilm", chunk_size=300, chunk_overlap=0)
+    IndexBuilder(tmp_path / "one", config, embedder=embedder).build(SAMPLE)
     monkeypatch.setattr(shards, "PARALLEL_MIN_ITEMS", 1)
     monkeypatch.setattr(shards, "available_cores", lambda: 3)
     monkeypatch.setattr(stages, "EXTRACT_BATCH", 4)
     started: list[int] = []
     start_child = shards._start_child
     monkeypatch.setattr(shards, "_start_child", lambda: started.append(1) or start_child())
-    IndexBuilder(tmp_path / "three", config).build(SAMPLE)
+    finished_on: list[str] = []
+    finish = stages.VersionWrite._finish_vectors
+
+    def finish_noted(self: Any, *args: Any) -> Any:
+        finished_on.append(threading.current_thread().name)
+        return finish(self, *args)
+
+    monkeypatch.setattr(stages.VersionWrite, "_finish_vectors", finish_noted)
+    IndexBuilder(tmp_path / "three", config, embedder=embedder).build(SAMPLE)
     one, three = (versions.current_version(tmp_path / name).path for name in ("one", "three"))
     chunks = read_version_table(one, CHUNKS).num_rows
-    assert chunks > 2 * 12 and len(started) == 4  # two children for the mentions, two for the graph
+    # two children for the mentions, one for the keyword index, two for the graph
+    assert chunks > 2 * 12 and len(started) == 5
+    assert finished_on and finished_on[0].startswith("vectors")
     assert (one / MENTIONS).read_bytes() == (three / MENTIONS).read_bytes()
     files = sorted(p.relative_to(one) for p in (one / "graph").rglob("*") if p.is_file())
-    assert files and all((one / f).read_bytes() == (three / f).read_bytes() for f in files)
+    # (serving-pages.json names LanceDB's data files, named at random: not compared)
+    files += sorted(p.relative_to(one) for p in (one / "vectors").glob("serving-*") if p.suffix != ".json")
+    assert any(f.parts[0] == "vectors" for f in files)
+    assert all((one / f).read_bytes() == (three / f).read_bytes() for f in files)
+    indexes = [KeywordIndex(path / "keyword", Analyzer(), 0.3, True) for path in (one, three)]
+    assert indexes[0].num_chunks == indexes[1].num_chunks == chunks
+    for query in ("Sony Walkman", "radium", "ソニー 創業", "computer"):
+        hits = [[(h.chunk_id, round(h.score, 4)) for h in k.search(query, 20).hits] for k in indexes]
+        assert hits[0] and hits[0] == hits[1]
+
+
+def test_a_failure_beside_the_graph_leaves_nothing_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any
+) -> None:
+    """The keyword index written in a child beside the graph: its failure is raised with what went wrong,
+    the vector thread is waited for and no version is published."""
+    from conftest import SAMPLE
+
+    from hybridrag.indexing.builds import shards, stages
+
+    config = BuildConfig(embedding_model="minilm", chunk_size=300, chunk_overlap=0)
+    monkeypatch.setattr(shards, "PARALLEL_MIN_ITEMS", 1)
+    monkeypatch.setattr(shards, "available_cores", lambda: 2)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    aside = shards.Aside
+
+    def keyword_under_a_file(fn: Any, rows: Any, mode: str, path: Path, *rest: Any) -> Any:
+        return aside(fn, rows, mode, blocker / "keyword", *rest)
+
+    monkeypatch.setattr(stages, "Aside", keyword_under_a_file)
+    with pytest.raises(RuntimeError, match=r"a shard's process failed: (NotADirectoryError|FileExistsError)"):
+        IndexBuilder(tmp_path / "idx", config, embedder=embedder).build(SAMPLE)
+    assert versions.current_target(tmp_path / "idx") is None and not list(
+        versions.published(tmp_path / "idx")
+    )
+    assert not list((tmp_path / "idx").glob(".staging-*"))

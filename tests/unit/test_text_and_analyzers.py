@@ -66,6 +66,10 @@ def test_language_detection() -> None:
     assert detect_language("Marie Curie discovered radium in Paris.") == "en"
     assert detect_language("トヨタ (Toyota) は愛知県の自動車メーカーです") == "ja"
     assert detect_language("12345") == "en"
+    # Japanese punctuation is no letter; a share of a fifth of the letters makes a text Japanese.
+    assert detect_language("・・ 123") == "en"
+    assert detect_language("ソニー abcdefghijkl") == "ja" and detect_language("ソニー abcdefghijklm") == "en"
+    assert detect_language("The word 漢字 in an English sentence about writing systems.") == "en"
 
 
 def test_content_hash_is_stable() -> None:
