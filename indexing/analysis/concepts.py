@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from itertools import pairwise
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
 from hybridrag.indexing.analysis.phrases import SentenceWords, sentence_words
@@ -38,10 +37,6 @@ MAX_CHUNK_SHARE = 0.01
 MAX_CHUNKS_FLOOR = 20
 MIN_WORD_CHARS = 2
 MIN_CONCEPT_WORD_CHARS = 4
-
-
-def _content(word: str) -> bool:
-    return len(word) >= MIN_WORD_CHARS and word not in ENGLISH_STOPWORDS and not word.isdigit()
 
 
 def _concept_word(word: str) -> bool:
@@ -65,14 +60,17 @@ class ConceptCounter:
         self.docs += 1
         seen: set[tuple[str, str]] = set()
         in_chunk: set[str] = set()
+        stop = ENGLISH_STOPWORDS
         for sentence in sentences:
             keys = sentence.keys
             self.words.update(keys)
             in_chunk.update(keys)
             self.total += len(keys)
-            content = [_content(k) for k in keys]  # once a word, not once for each pair it is in
+            # Content words (two letters or more, not a stopword, not a number), once a word, not once for
+            # each pair it is in: this runs over every word of the corpus.
+            content = [len(k) >= MIN_WORD_CHARS and k not in stop and not k.isdigit() for k in keys]
             found = [
-                pair for pair, x, y in zip(pairwise(keys), content, content[1:], strict=False) if x and y
+                (a, b) for a, b, x, y in zip(keys, keys[1:], content, content[1:], strict=False) if x and y
             ]
             self.pairs.update(found)
             seen.update(found)

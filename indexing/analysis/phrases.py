@@ -45,12 +45,11 @@ def sentence_words(text: str) -> Iterator[SentenceWords]:
         sentence = text[start:end]
         if sentence.isascii():
             # NFKC leaves ASCII as it is and lower-casing keeps its word boundaries, so the folded words
-            # are the lower-cased sentence's words (this runs over every word of the corpus twice a graph
-            # build, `graph_build.link_corpus_names`).
+            # are the words lower-cased (this runs over every word of the corpus twice a graph build,
+            # `graph_build.link_corpus_names`).
             words = [w for w in (w.strip(".'") for w in _TEXT_WORDS.findall(sentence)) if w]
-            lowered = sentence.lower()
-            keys = [k for k in (k.strip(".'") for k in _TEXT_WORDS.findall(lowered)) if k]
-            if "'s" in lowered:
+            keys = [w.lower() for w in words]
+            if "'s" in sentence or "'S" in sentence:
                 keys = [_possessive(k) for k in keys]
         else:
             if has_japanese(sentence):
@@ -94,7 +93,8 @@ class PhraseCounter:
         self._docs += 1
         for s in sentences:
             for k in s.keys:
-                if _IDENTIFIER.match(k):
+                # A word of letters alone has neither a digit nor a hyphen: it cannot be one (most words).
+                if not k.isalpha() and _IDENTIFIER.match(k):
                     self._word_docs.setdefault(k, set()).add(doc_id)
 
     def merge(self, other: PhraseCounter) -> None:
@@ -157,14 +157,16 @@ class NameDictionary:
             cased = self.proper and casing_informative(text[s.start : s.end])
             inside = _inside_longer_names(s.keys, named.get(s.start, []) if cased else [])
             count = len(s.keys)
-            for i, spans in enumerate(map(lengths_from, s.keys)):
-                if spans is None or (cased and not s.words[i][:1].isupper()):
+            # Only the words some name starts with (few of a sentence's words) are looked at further.
+            starts = [(i, spans) for i, spans in enumerate(map(lengths_from, s.keys)) if spans is not None]
+            for i, spans in starts:
+                if cased and not s.words[i][:1].isupper():
                     continue
                 for size in spans:
                     j = i + size
                     if j > count:
                         continue
-                    key = _span_key(" ".join(s.keys[i:j]))
+                    key = _span_key(s.keys[i] if size == 1 else " ".join(s.keys[i:j]))
                     if key in self.names and (key, s.start) not in have and not inside(i, j):
                         have.add((key, s.start))
                         surface = " ".join(s.words[i:j])

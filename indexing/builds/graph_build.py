@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -288,7 +288,8 @@ def build_graph(chunks: Iterable[ChunkMentions], workers: int | None = None) -> 
         tally.merge(other)
     keys = sorted(tally.types.keys() | tally.node_types.keys())  # stable node order
     ids = {key: entity_id(key) for key in keys}
-    entities = [tally.entity(key, ids[key]) for key in keys]
+    file_of = {c.chunk_id: c.file_id for c in graph_chunks}
+    entities = [tally.entity(key, ids[key], file_of) for key in keys]
     relations = tally.relations(ids)
     texts = {c.chunk_id: c.text for c in graph_chunks}
     communities = detect_communities(
@@ -299,14 +300,13 @@ def build_graph(chunks: Iterable[ChunkMentions], workers: int | None = None) -> 
 
 @dataclass(slots=True)
 class _Tally:
-    """What the chunks' mentions add up to, by normalised name: the entities' types, surfaces, chunks and
-    files, and the sentence co-occurrences that become relations."""
+    """What the chunks' mentions add up to, by normalised name: the entities' types, surfaces and chunks
+    (their files follow from the chunks: `entity`), and the sentence co-occurrences that become relations."""
 
     types: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     node_types: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # node-only
     surfaces: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     chunks: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
-    files: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
     title_chunks: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
     descriptions: dict[str, str] = field(default_factory=dict)
     pair_count: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -327,15 +327,22 @@ class _Tally:
         title_keys = {m.key for m in chunk.mentions if m.sentence_start < 0}
         if title_keys and (whole := article_key(chunk.title)) in title_keys:
             self.articles.add(whole)
-        chunk_id, file_id, descriptions = chunk.chunk_id, chunk.file_id, self.descriptions
+        chunk_id, descriptions = chunk.chunk_id, self.descriptions
+        # Bound once a chunk: this loop runs for every mention of the corpus (a dozen concepts a sentence).
+        types, node_types, named, surfaces, chunks = (
+            self.types,
+            self.node_types,
+            self.named,
+            self.surfaces,
+            self.chunks,
+        )
         for m in chunk.mentions:
             key = m.key
-            (self.node_types if m.node_only else self.types)[key][m.type] += 1
+            (node_types if m.node_only else types)[key][m.type] += 1
             if not m.concept:
-                self.named.add(key)
-            self.surfaces[key][m.surface] += 1
-            self.chunks[key][chunk_id] = None
-            self.files[key][file_id] = None
+                named.add(key)
+            surfaces[key][m.surface] += 1
+            chunks[key][chunk_id] = None
             if m.sentence_start >= 0:
                 # Concepts relate to nothing: a sentence holds a dozen of them, and their pairs would outnumber
                 # every other edge (SciFact: a graph.json of 471 MB); they link passages through mentions.
@@ -374,7 +381,6 @@ class _Tally:
             (self.node_types, other.node_types),
             (self.surfaces, other.surfaces),
             (self.chunks, other.chunks),
-            (self.files, other.files),
             (self.title_chunks, other.title_chunks),
             (self.pair_chunks, other.pair_chunks),
         )
@@ -393,7 +399,10 @@ class _Tally:
         self.entity_sentences.update(other.entity_sentences)
         self.sentences_by_chunk.update(other.sentences_by_chunk)
 
-    def entity(self, key: str, eid: str) -> Entity:
+    def entity(self, key: str, eid: str, file_of: Mapping[str, str]) -> Entity:
+        """`file_of`: each chunk's file. A name's files are those of its chunks in the order they came (a
+        chunk id is one file's: a build skips a document id seen twice), so the tally need not hold them
+        beside its chunks for every name."""
         name = self.surfaces[key].most_common(1)[0][0]
         # Majority type of the typed mentions (of the node-only ones where none is typed); ties resolved by a
         # fixed preference so builds are reproducible.
@@ -405,7 +414,7 @@ class _Tally:
             type=top,
             mentions=sum(self.types.get(key, {}).values()) + sum(self.node_types.get(key, {}).values()),
             chunk_ids=list(self.chunks[key]),
-            file_ids=list(self.files[key]),
+            file_ids=list(dict.fromkeys(map(file_of.__getitem__, self.chunks[key]))),
             description=self.descriptions[key],
             aliases=sorted(s for s in self.surfaces[key] if s != name),
             title_chunk_ids=list(self.title_chunks[key]),

@@ -214,6 +214,23 @@ def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
     assert link_title_spans(chunks[3:]) == chunks[3:]  # one-word titles only: nothing to link
 
 
+def test_a_names_files_are_its_chunks_files_in_the_order_they_came() -> None:
+    """The tally keeps a name's chunks; its files follow from them (each once, first chunk first), in one
+    process and in shards alike."""
+    texts = [
+        ("a1", "f-a", "Marie Curie worked in Paris."),
+        ("b1", "f-b", "Marie Curie won a prize there."),
+        ("a2", "f-a", "Marie Curie taught physics."),
+        ("c1", "f-c", "She moved to Paris in 1891."),
+    ]
+    chunks = [ChunkMentions(cid, fid, text, EXTRACTOR.extract(text), "") for cid, fid, text in texts]
+    for workers in (1, 2):
+        by_key = {e.name.lower(): e for e in build_graph(chunks, workers=workers).entities}
+        curie, paris = by_key["marie curie"], by_key["paris"]
+        assert curie.chunk_ids == ["a1", "b1", "a2"] and curie.file_ids == ["f-a", "f-b"]
+        assert paris.chunk_ids == ["a1", "c1"] and paris.file_ids == ["f-a", "f-c"]
+
+
 def test_lexicon_names_in_text_without_case_type_their_chunk_but_make_no_node() -> None:
     """A country found in an all-capitals sentence types the chunk (the filter column) but joins no passage
     in the graph; written with capitals, the same name is a node as before. The name tagger's names in the
