@@ -8,8 +8,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_JA_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f\u3005\u30fc]")
-_NOT_JA_CHAR = re.compile(r"[^\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f\u3005\u30fc]+")
+_JA_RANGES = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f\u3005\u30fc"  # kana, kanji, marks
+_JA_CHAR = re.compile(f"[{_JA_RANGES}]")
+_NOT_JA_CHAR = re.compile(f"[^{_JA_RANGES}]+")
 _NOT_LETTER = re.compile(r"[\W\d_]+")
 
 # A sentence ends after Japanese full stops / marks (no space needed), after Western terminal punctuation

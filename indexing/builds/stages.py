@@ -203,12 +203,17 @@ class VersionWrite:
     def create(self) -> bool:
         return self.base is None
 
+    @property
+    def indexed_chunks(self) -> list[Chunk]:
+        """The chunks this write extracts and indexes anew: every chunk on a re-extraction, else the new."""
+        return self.chunks if self.reextract else self.new_chunks
+
     def run(self, new_docs: list[Document], remove_ids: set[str]) -> BuildSummary:
         """Every stage in order, then publish; returns what the new version holds."""
         self.chunk(new_docs, remove_ids)
         analyzer = Analyzer(self.config.sudachi_mode)
         self.entities(analyzer)
-        beside = shard_workers(len(self.chunks if self.reextract else self.new_chunks)) > 1
+        beside = shard_workers(len(self.indexed_chunks)) > 1
         # The pool's exit waits for the vector files even when the graph fails: the staging directory is
         # removed only after.
         with contextlib.ExitStack() as stack, ThreadPoolExecutor(1, "vectors") as pool:
@@ -295,7 +300,7 @@ class VersionWrite:
         if base is not None and not self.reextract and not self.carries_graph:
             self.load_all()
             self.mentions = read_all_mentions(base.path, {c.chunk_id for c in self.chunks})
-        extract = self.chunks if self.reextract else self.new_chunks
+        extract = self.indexed_chunks
         with self.stages.timed("entities"):
             extractor = EntityExtractor(analyzer, tagger_types=self.config.name_typing == "tagger")
             if self.given_mentions is not None:  # the engine extracted them (on the cluster)
@@ -337,7 +342,7 @@ class VersionWrite:
     def keyword(self, analyzer: Analyzer, beside: bool = False) -> Aside | None:
         """The keyword index; with `beside`, written by a child process while this one goes on (returned:
         its `result()` is the stage's seconds)."""
-        chunks = self.chunks if self.reextract else self.new_chunks
+        chunks = self.indexed_chunks
         titles, dates = self.titles, self.dates
         rows = [
             (c.chunk_id, c.doc_id, c.file_id, titles[c.doc_id], c.text, dates[c.doc_id], list(c.entity_types))
