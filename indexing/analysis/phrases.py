@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from hybridrag.indexing.analysis.entities import Mention, casing_informative, normalize_name
 from hybridrag.indexing.analysis.text import has_japanese, split_sentences
@@ -197,3 +200,197 @@ def _inside_longer_names(words: list[str], names: list[list[str]]) -> Callable[[
         return any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)
 
     return inside
+
+
+@dataclass(slots=True)
+class FoundConcept:
+    """What a block of chunks' mentions of one concept add up to (`ConceptFinder.found`)."""
+
+    key: str
+    mentions: int
+    chunks: list[int]  # the chunks (their places in the block) that mention it, each once, in order
+    first: tuple[int, int, int]  # the first mention's chunk, sentence start and end
+    surfaces: dict[str, int]  # as written -> mentions, in the order they first came
+
+
+class ConceptFinder:
+    """The mentions of a concept dictionary's names (`NameDictionary` with `concepts`) in many chunks at
+    once, as `NameDictionary.find` finds them chunk by chunk, added up by concept.
+
+    Concepts are most of a corpus' mentions (a dozen a sentence), and finding them a word and a mention at
+    a time was most of a graph build's linking. Here each word becomes an integer once (a dictionary lookup
+    in C) and the matching runs over the arrays of a whole block: at each word the two-word concept it
+    starts, else the one-word concept it is, each concept once a sentence, as `find` does for a dictionary
+    whose names are one or two words, no longer than that and not `proper`."""
+
+    def __init__(self, dictionary: NameDictionary) -> None:
+        if not dictionary.concepts or dictionary.proper:
+            raise ValueError("a ConceptFinder finds a concept dictionary's names")
+        if any(len(key.split()) > 2 for key in dictionary.names):
+            raise ValueError("concepts are one or two words")
+        self._keys = list(dictionary.names)
+        self._concept = {key: i for i, key in enumerate(self._keys)}
+        self._lengths_from = dictionary._lengths_from
+        # Folded word -> id and written word -> id, each new word the next id.
+        self._ids: dict[str, int] = {}
+        self._surface_ids: dict[str, int] = {}
+        # Per word id: the one-word concept it is (-1: none), whether it starts a two-word one, whether it
+        # is ASCII, whether it ends in a possessive (a span's key is then not its words joined, `_span_key`).
+        self._one = np.zeros(0, dtype=np.int64)
+        self._starts_pair = np.zeros(0, dtype=bool)
+        self._ascii = np.zeros(0, dtype=bool)
+        self._possessive = np.zeros(0, dtype=bool)
+        pairs = [key.split() for key in self._keys]
+        ids = self._ids
+        codes = np.asarray(
+            [
+                (ids.setdefault(w[0], len(ids)) << 32) | ids.setdefault(w[1], len(ids)) if len(w) == 2 else -1
+                for w in pairs
+            ],
+            dtype=np.int64,
+        )
+        order = np.argsort(codes, kind="stable")
+        keep = codes[order] >= 0
+        self._pair_codes, self._pair_concepts = codes[order][keep], order[keep]
+        self._reset()
+
+    def _reset(self) -> None:
+        self._words: array[int] = array("q")
+        self._surfaces: array[int] = array("q")
+        self._sentence_words: array[int] = array("q")  # words in each sentence
+        self._sentence_chunk: array[int] = array("q")
+        self._sentence_span: array[int] = array("q")  # start, end of each sentence
+        self._chunks = 0
+
+    def add(self, sentences: Iterable[SentenceWords]) -> None:
+        """The next chunk's sentences (`sentence_words` of its text)."""
+        ids, surface_ids = self._ids, self._surface_ids
+        for s in sentences:
+            # A new word takes the next id (a list, not `map`: ~2x faster here).
+            self._words.extend([ids.setdefault(k, len(ids)) for k in s.keys])
+            self._surfaces.extend([surface_ids.setdefault(w, len(surface_ids)) for w in s.words])
+            self._sentence_words.append(len(s.keys))
+            self._sentence_chunk.append(self._chunks)
+            self._sentence_span.extend((s.start, s.end))
+        self._chunks += 1
+
+    def _grow(self) -> None:
+        """Per word id arrays for the words seen since the last block."""
+        words = list(self._ids)[len(self._one) :]
+        if not words:
+            return
+        lengths = [self._lengths_from.get(w, ()) for w in words]
+        self._one = np.concatenate(
+            [
+                self._one,
+                [
+                    self._concept.get(_span_key(w), -1) if 1 in n else -1
+                    for w, n in zip(words, lengths, strict=True)
+                ],
+            ]
+        ).astype(np.int64)
+        self._starts_pair = np.concatenate([self._starts_pair, [2 in n for n in lengths]]).astype(bool)
+        self._ascii = np.concatenate([self._ascii, [w.isascii() for w in words]]).astype(bool)
+        self._possessive = np.concatenate([self._possessive, [w.endswith("'s") for w in words]]).astype(bool)
+
+    def found(self) -> list[FoundConcept]:
+        """The concepts the chunks added since the last call mention, in dictionary order; starts anew."""
+        self._grow()
+        words = np.frombuffer(self._words, dtype=np.int64)
+        n = len(words)
+        lengths = np.frombuffer(self._sentence_words, dtype=np.int64)
+        sentence = np.repeat(np.arange(len(lengths)), lengths)
+        last = np.zeros(n, dtype=bool)
+        last[(np.cumsum(lengths) - 1)[lengths > 0]] = True
+        # Two-word concepts: the words that start one, and the word after them in the same sentence.
+        at = np.flatnonzero(self._starts_pair[words] & ~last)
+        first_word, second_word = words[at], words[at + 1]
+        codes = (first_word << 32) | second_word
+        place = np.minimum(np.searchsorted(self._pair_codes, codes), max(len(self._pair_codes) - 1, 0))
+        hit = self._pair_codes[place] == codes if len(self._pair_codes) else np.zeros(len(at), dtype=bool)
+        pair = np.full(n, -1, dtype=np.int64)
+        pair[at[hit]] = self._pair_concepts[place[hit]]
+        # A span that is not ASCII or ends in a possessive has a key of its own (`_span_key`): looked up.
+        plain = self._ascii[first_word] & self._ascii[second_word] & ~self._possessive[second_word]
+        if not plain.all():
+            spelled = list(self._ids)
+            for i in at[~plain]:
+                key = _span_key(spelled[words[i]] + " " + spelled[words[i + 1]])
+                pair[i] = self._concept.get(key, -1)
+        # Each concept once a sentence, at its first place; where a word's two-word concept is not taken
+        # there, the one-word concept it is, once a sentence as well.
+        concepts = len(self._keys)
+        pairs = _first_each(np.flatnonzero(pair >= 0), sentence, pair, concepts)
+        one = self._one[words]
+        one[pairs] = -1
+        ones = _first_each(np.flatnonzero(one >= 0), sentence, one, concepts)
+        places = np.concatenate([pairs, ones])
+        concept = np.concatenate([pair[pairs], one[ones]])
+        size = np.concatenate([np.full(len(pairs), 2), np.ones(len(ones), dtype=np.int64)])
+        out = self._sum_up(places, concept, size, sentence)
+        self._reset()
+        return out
+
+    def _sum_up(
+        self, places: np.ndarray, concept: np.ndarray, size: np.ndarray, sentence: np.ndarray
+    ) -> list[FoundConcept]:
+        order = np.lexsort((places, concept))  # by concept, then where in the block
+        places, concept, size = places[order], concept[order], size[order]
+        if not len(places):
+            return []
+        chunk_of = np.frombuffer(self._sentence_chunk, dtype=np.int64)
+        span = np.frombuffer(self._sentence_span, dtype=np.int64).reshape(-1, 2)
+        chunk = chunk_of[sentence[places]]
+        starts = np.flatnonzero(np.r_[True, concept[1:] != concept[:-1]])
+        bounds = np.r_[starts, len(places)]
+        # A concept's chunks: where the chunk changes within its run (its mentions are in block order).
+        new_chunk = np.r_[True, (concept[1:] != concept[:-1]) | (chunk[1:] != chunk[:-1])]
+        chunk_starts = np.searchsorted(np.flatnonzero(new_chunk), bounds)
+        chunk_list: list[int] = chunk[new_chunk].tolist()
+        # Surfaces: the written words of each mention, counted per concept in the order they came.
+        surfaces = np.frombuffer(self._surfaces, dtype=np.int64)
+        second = np.where(size == 2, surfaces[np.minimum(places + 1, len(surfaces) - 1)] + 1, 0)
+        written = (surfaces[places] << 32) | second
+        _u, form = np.unique(written, return_inverse=True)
+        keyed = concept * (len(places) + 1) + form.ravel()
+        unique_keyed, first, counts = np.unique(keyed, return_index=True, return_counts=True)
+        by_first = np.lexsort((first, unique_keyed // (len(places) + 1)))
+        first, counts = first[by_first], counts[by_first]
+        spelled = list(self._surface_ids)
+        texts = [
+            spelled[surfaces[p]] + (" " + spelled[surfaces[p + 1]] if s == 2 else "")
+            for p, s in zip(places[first].tolist(), size[first].tolist(), strict=True)
+        ]
+        surface_bounds = [*np.searchsorted(concept[first], concept[starts]).tolist(), len(first)]
+        counts_list = counts.tolist()
+        lead = sentence[places[starts]]
+        keys = [self._keys[c] for c in concept[starts].tolist()]
+        # Python lists, not numpy scalars, in the loop over concepts (~100k a block).
+        chunk_bounds: list[int] = np.asarray(chunk_starts).tolist()
+        lead_chunk, lead_start, lead_end = (
+            chunk_of[lead].tolist(),
+            span[lead, 0].tolist(),
+            span[lead, 1].tolist(),
+        )
+        mentions = np.diff(bounds).tolist()
+        out = []
+        for i, key in enumerate(keys):
+            sa, sb = surface_bounds[i], surface_bounds[i + 1]
+            out.append(
+                FoundConcept(
+                    key,
+                    mentions[i],
+                    chunk_list[chunk_bounds[i] : chunk_bounds[i + 1]],
+                    (lead_chunk[i], lead_start[i], lead_end[i]),
+                    dict(zip(texts[sa:sb], counts_list[sa:sb], strict=True)),
+                )
+            )
+        return out
+
+
+def _first_each(places: np.ndarray, sentence: np.ndarray, concept: np.ndarray, concepts: int) -> np.ndarray:
+    """Of `places` (ascending), the first of each concept in each sentence."""
+    if not len(places):
+        return places
+    _u, first = np.unique(sentence[places] * (concepts + 1) + concept[places], return_index=True)
+    return places[np.sort(first)]

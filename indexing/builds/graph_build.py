@@ -27,7 +27,14 @@ from hybridrag.indexing.analysis.entities import (
     lexicon_name,
     normalize_name,
 )
-from hybridrag.indexing.analysis.phrases import NameDictionary, PhraseCounter, sentence_words
+from hybridrag.indexing.analysis.phrases import (
+    ConceptFinder,
+    FoundConcept,
+    NameDictionary,
+    PhraseCounter,
+    SentenceWords,
+    sentence_words,
+)
 from hybridrag.indexing.analysis.text import content_hash, has_japanese
 from hybridrag.indexing.builds.shards import Shards, shard_workers
 from hybridrag.indexing.stores.graph import ChunkMentions, Community, Entity, GraphData, Relation, Synonym
@@ -47,6 +54,8 @@ LEIDEN_ITERATIONS = 2
 SYNONYM_BLOCK = 2048
 MAX_EVIDENCE = 3
 MAX_REPORT_SENTENCES = 5
+# Chunks whose concept mentions are found together (`_tallied`): the arrays of their words, ~70 bytes a word.
+CONCEPT_BLOCK = 50_000
 
 
 def entity_id(key: str) -> str:
@@ -185,12 +194,18 @@ def _count_names(shard: Sequence[ChunkMentions]) -> tuple[PhraseCounter, Concept
     return phrases, concepts
 
 
-def _with_names(c: ChunkMentions, dictionaries: Sequence[NameDictionary]) -> ChunkMentions:
+def _with_names(
+    c: ChunkMentions,
+    dictionaries: Sequence[NameDictionary],
+    sentences: Sequence[SentenceWords] | None = None,
+) -> ChunkMentions:
     """The chunk with its mentions of the dictionaries' names, in dictionary order (a later dictionary sees
-    what an earlier one found: a name found once is not found again)."""
+    what an earlier one found: a name found once is not found again). `sentences`: `sentence_words` of its
+    text, when the caller has them."""
     if not dictionaries:
         return c
-    sentences = list(sentence_words(c.text))
+    if sentences is None:
+        sentences = list(sentence_words(c.text))
     for dictionary in dictionaries:
         added = dictionary.find(c.text, c.mentions, sentences)
         if added:
@@ -205,11 +220,36 @@ def _linked(shard: Sequence[ChunkMentions], dictionaries: Sequence[NameDictionar
 def _tallied(
     shard: Sequence[ChunkMentions], dictionaries: Sequence[NameDictionary], titles: dict[str, Mention]
 ) -> _Tally:
-    """A shard's chunks linked (`link_corpus_names`, `link_title_spans`) and tallied one at a time: a
-    chunk's linked mentions (a dozen concepts a sentence) are not all held at once."""
+    """A shard's chunks linked (`link_corpus_names`, `link_title_spans`) and tallied: the titles' and
+    phrases' mentions one chunk at a time, the concepts' (a dozen a sentence, most of the mentions) found and
+    added up a block of chunks at a time by a `ConceptFinder`. The tally is the one of every chunk's linked
+    mentions: a concept's key is no other mention's (`link_corpus_names`), and its mentions add to its
+    entity alone (no relation, no sentence's names)."""
     tally = _Tally()
-    for c in shard:
-        tally.add(_with_title_spans(_with_names(c, dictionaries), titles))
+    names = [d for d in dictionaries if not d.concepts]
+    finder = next((ConceptFinder(d) for d in dictionaries if d.concepts), None)
+    for start in range(0, len(shard), CONCEPT_BLOCK):
+        block = shard[start : start + CONCEPT_BLOCK]
+        for c in block:
+            sentences = list(sentence_words(c.text)) if dictionaries else []
+            tally.add(_with_title_spans(_with_names(c, names, sentences), titles))
+            if finder is not None:
+                finder.add(sentences)
+        if finder is not None:
+            tally.merge(_concept_tally(finder.found(), block))
+    return tally
+
+
+def _concept_tally(found: Sequence[FoundConcept], block: Sequence[ChunkMentions]) -> _Tally:
+    """The tally of a block's concept mentions, as `_Tally.add` makes it of their `Mention`s (node-only,
+    typed `other`: `_corpus_dictionaries`)."""
+    tally = _Tally()
+    for f in found:
+        chunk, start, end = f.first
+        tally.node_types[f.key] = Counter({OTHER: f.mentions})
+        tally.surfaces[f.key] = Counter(f.surfaces)
+        tally.chunks[f.key] = {block[i].chunk_id: None for i in f.chunks}
+        tally.descriptions[f.key] = block[chunk].text[start:end]
     return tally
 
 

@@ -45,7 +45,7 @@ from scipy import sparse
 
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.stores.graph import ARRAYS, Community, Entity, GraphData, Relation, Synonym, as_record
-from hybridrag.indexing.stores.graph_order import ChunkOrder
+from hybridrag.indexing.stores.graph_order import ChunkOrder, list_rows
 from hybridrag.indexing.stores.graph_weights import heaviest_first, walk_matrices
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import IdList, checked_rows, take_pylist, write_id_list
@@ -230,17 +230,20 @@ class GraphArrays:
             for form in name_forms(e.name, e.aliases):
                 forms.append(form)
                 name_entity.append(i)
-        transition, keys, synonym_keys = walk_matrices(graph, index, order)
+        # Encoded first: the mentions' and relations' chunk ids are read back as arrays, each id looked up once.
+        entities = shared_strings(entities, SHARED_STRINGS["entities"])
+        relations = shared_strings(relations, SHARED_STRINGS["relations"])
+        transition, keys, synonym_keys = walk_matrices(graph, index, order, entities)
         pair_order = np.argsort(keys, kind="stable")
         indptr, relation_rows = _relations_by_entity(graph, index)
-        chunk_indptr, chunk_relations = _relations_by_chunk(graph, order)
+        chunk_indptr, chunk_relations = _relations_by_chunk(relations, order)
         rank = np.empty(ne, dtype=np.int64)
         ranked = sorted(range(ne), key=lambda i: (-graph.entities[i].mentions, graph.entities[i].id))
         rank[np.asarray(ranked, dtype=np.int64)] = np.arange(ne)
         nr = len(graph.relations)
         return cls(
-            shared_strings(entities, SHARED_STRINGS["entities"]),
-            shared_strings(relations, SHARED_STRINGS["relations"]),
+            entities,
+            relations,
             shared_strings(communities, SHARED_STRINGS["communities"]),
             KeyIndex.build(c.id for c in graph.communities),
             KeyIndex.build(e.id for e in graph.entities),
@@ -532,26 +535,29 @@ def _narrow(rows: np.ndarray, bound: int) -> np.ndarray:
 
 def _relations_by_entity(graph: GraphData, index: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """Each entity's relations (an indptr over relation rows), most frequent first, then by id."""
-    ne = len(graph.entities)
-    per_entity: list[list[int]] = [[] for _ in range(ne)]
-    for row in sorted(
-        range(len(graph.relations)), key=lambda j: (-graph.relations[j].count, graph.relations[j].id)
-    ):
-        r = graph.relations[row]
-        per_entity[index[r.source]].append(row)
-        per_entity[index[r.target]].append(row)
+    ne, nr = len(graph.entities), len(graph.relations)
+    counts = np.fromiter((r.count for r in graph.relations), dtype=np.int64, count=nr)
+    ids = np.array([r.id for r in graph.relations], dtype=str) if nr else np.zeros(0, dtype=str)
+    ranked = np.lexsort((ids, -counts))
+    ends = np.array([(index[r.source], index[r.target]) for r in graph.relations], dtype=np.int64).reshape(
+        -1, 2
+    )
+    # Each relation in that order is listed under its source, then its target: a stable sort by entity of
+    # the sequence (source, target) of each in turn.
+    entity = ends[ranked].ravel()
+    rows = np.repeat(ranked, 2)
+    by_entity = np.argsort(entity, kind="stable")
     indptr = np.zeros(ne + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum([len(x) for x in per_entity])
-    return indptr, np.asarray([row for x in per_entity for row in x], dtype=np.int64)
+    indptr[1:] = np.cumsum(np.bincount(entity, minlength=ne))
+    return indptr, rows[by_entity].astype(np.int64)
 
 
-def _relations_by_chunk(graph: GraphData, order: ChunkOrder) -> tuple[np.ndarray, np.ndarray]:
+def _relations_by_chunk(relations: pa.Table, order: ChunkOrder) -> tuple[np.ndarray, np.ndarray]:
     """Chunk -> the relations it evidences (an indptr over relation rows, ascending): a result names them
-    without reading every relation's chunk list (a hub pair lists thousands of chunks)."""
-    count = len(graph.relations)
-    lengths = np.fromiter((len(r.chunk_ids) for r in graph.relations), dtype=np.int64, count=count)
-    evidence_chunk = order.rows([c for r in graph.relations for c in r.chunk_ids])
-    evidence_relation = np.repeat(np.arange(count, dtype=np.int64), lengths)
+    without reading every relation's chunk list (a hub pair lists thousands of chunks). `relations`: the
+    relation table with its chunk ids dictionary-encoded (`shared_strings`)."""
+    lengths, evidence_chunk = list_rows(relations.column("chunk_ids"), order)
+    evidence_relation = np.repeat(np.arange(relations.num_rows, dtype=np.int64), lengths)
     held = evidence_chunk >= 0
     evidence_chunk, evidence_relation = evidence_chunk[held], evidence_relation[held]
     by_chunk = np.lexsort((evidence_relation, evidence_chunk))

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
+import pyarrow as pa
 
 
 class ChunkOrder(Protocol):
@@ -72,3 +73,16 @@ def table_rows(graph: ChunkOrder, table: ChunkOrder) -> np.ndarray:
     found = np.asarray(other.hashes[at] == own.hashes)
     out[np.asarray(own.rows)[found]] = np.asarray(other.rows)[at[found]]
     return out
+
+
+def list_rows(column: pa.ChunkedArray, order: ChunkOrder) -> tuple[np.ndarray, np.ndarray]:
+    """A list column of chunk ids dictionary-encoded (`graph_arrays.shared_strings`), as each row's length
+    and each value's chunk row in `order` (-1: not there): each distinct id looked up once, not once a
+    value (a million-chunk graph's entities list ~30M chunk ids, of a million distinct ones)."""
+    lists = column.combine_chunks()
+    lengths = lists.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = lists.flatten()
+    if not pa.types.is_dictionary(values.type):
+        return lengths, order.rows(values.to_pylist())
+    rows = order.rows(values.dictionary.to_pylist())
+    return lengths, rows[values.indices.to_numpy(zero_copy_only=False).astype(np.int64)]

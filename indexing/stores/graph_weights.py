@@ -9,10 +9,11 @@ matrix is the adjacency normalised by each node's out-weight.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from scipy import sparse
 
 from hybridrag.indexing.stores.graph import GraphData
-from hybridrag.indexing.stores.graph_order import ChunkOrder
+from hybridrag.indexing.stores.graph_order import ChunkOrder, list_rows
 
 RELATION_WEIGHT = 0.3  # an entity-entity co-occurrence, per sentence, against one mention edge
 TITLE_WEIGHT = 10.0  # added to the edge between an entity and a passage whose title names it
@@ -27,11 +28,11 @@ CONCEPT_SPECIFICITY_POWER = 3.0
 
 
 def walk_matrices(
-    graph: GraphData, index: dict[str, int], order: ChunkOrder
+    graph: GraphData, index: dict[str, int], order: ChunkOrder, entities: pa.Table
 ) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
     """The walk's transition matrix over entities then chunks (each row heaviest edge first:
     `heaviest_first`), each relation's pair key (in relation order) and the sorted pair keys of synonym
-    edges. Every edge is added in both directions (a mention as passage -> entity and entity -> passage,
+    edges. `entities`: the graph's entity table (`_mention_edges`). Every edge is added in both directions (a mention as passage -> entity and entity -> passage,
     with their own weights), so a node's row holds all of its neighbours: the graph's structure."""
     ne = len(graph.entities)
     rows: list[int] = []
@@ -51,7 +52,7 @@ def walk_matrices(
     synonym_keys = [
         both_ways(index[s.source], index[s.target], SYNONYM_WEIGHT * s.similarity) for s in graph.synonyms
     ]
-    entity, chunk, to_entity, to_chunk = _mention_edges(graph, order)
+    entity, chunk, to_entity, to_chunk = _mention_edges(entities, order)
     n = ne + len(order)
     directed = sparse.csr_matrix(  # duplicates add up
         (
@@ -83,37 +84,31 @@ def heaviest_first(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
 
 
 def _mention_edges(
-    graph: GraphData, order: ChunkOrder
+    entities: pa.Table, order: ChunkOrder
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every mention as an edge between its entity and its chunk's node: (entity, chunk node, weight from
-    the chunk, weight from the entity). Chunks the table does not hold are left out."""
-    ne = len(graph.entities)
-    mention_entity: list[int] = []
-    mention_chunk: list[str] = []
-    mention_titled: list[bool] = []
-    mention_article: list[bool] = []
-    mention_concept: list[bool] = []
-    for i, e in enumerate(graph.entities):
-        titled = set(e.title_chunk_ids)
-        mention_entity += [i] * len(e.chunk_ids)
-        mention_chunk += e.chunk_ids
-        mention_titled += [cid in titled for cid in e.chunk_ids]
-        mention_article += [e.article] * len(e.chunk_ids)
-        mention_concept += [e.concept] * len(e.chunk_ids)
-    # Every mention's chunk row in one lookup.
-    at = order.rows(mention_chunk)
+    the chunk, weight from the entity). `entities`: the graph's entity table with its chunk ids
+    dictionary-encoded (`graph_arrays.shared_strings`), read as arrays. Chunks the table does not hold are
+    left out."""
+    ne = entities.num_rows
+    lengths, at = list_rows(entities.column("chunk_ids"), order)
+    mention_entity = np.repeat(np.arange(ne, dtype=np.int64), lengths)
+    # A mention is about its entity when its chunk is one of the entity's titled chunks: (entity, chunk row)
+    # pairs compared as one integer each.
+    title_lengths, title_at = list_rows(entities.column("title_chunk_ids"), order)
+    title_entity = np.repeat(np.arange(ne, dtype=np.int64), title_lengths)
+    width = len(order) + 1
+    titled = title_entity[title_at >= 0] * width + title_at[title_at >= 0]
     kept = at >= 0
-    entity = np.asarray(mention_entity, dtype=np.int64)[kept]
+    entity = mention_entity[kept]
+    about = np.isin(entity * width + at[kept], titled)
     chunk = ne + at[kept]
-    about = np.asarray(mention_titled, dtype=bool)[kept]
     df = np.bincount(entity, minlength=ne).astype(np.float64)
-    to_chunk, to_entity = mention_weights(
-        about,
-        np.asarray(mention_article, dtype=bool)[kept],
-        np.asarray(mention_concept, dtype=bool)[kept],
-        df[entity],
-        len(order),
-    )
+    flags = {
+        name: entities.column(name).to_numpy(zero_copy_only=False).astype(bool)[entity]
+        for name in ("article", "concept")
+    }
+    to_chunk, to_entity = mention_weights(about, flags["article"], flags["concept"], df[entity], len(order))
     return entity, chunk, to_entity, to_chunk
 
 

@@ -215,3 +215,66 @@ def test_names_linked_in_shards_side_by_side_are_those_one_process_links() -> No
     # Side by side only where it pays: from PARALLEL_MIN_ITEMS chunks on, one process a core.
     assert shard_workers(10) == 1 and shard_workers(10, workers=4) == 4 and shard_workers(3, workers=8) == 3
     assert shard_workers(PARALLEL_MIN_ITEMS) >= 1
+
+
+def test_concepts_found_a_block_at_a_time_tally_as_each_chunks_mentions_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`ConceptFinder` (concepts found over a block's word arrays, added up by concept) gives the tally that
+    linking each chunk's concept mentions one by one gives: counts, chunks, surfaces and their order, first
+    descriptions, the other names' mentions and relations untouched."""
+    from hybridrag.indexing.analysis.entities import Mention
+    from hybridrag.indexing.builds import graph_build
+
+    rng = np.random.default_rng(3)
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    items = ["".join(rng.choice(letters, size=6)) for _ in range(120)] + [
+        "tumour necrosis",
+        "Tumour Necrosis tumour necrosis",  # the pair again in one sentence: its first word alone there
+        "necrosis",
+        "substantia nigra",
+        "café crème",  # not ASCII: a pair's key of its own
+        "il-6",
+        "synovium's",
+        "the",
+        "of",
+        "Neurons",
+    ]
+    chunks = []
+    for i in range(100):
+        sentences = [" ".join(rng.choice(items, size=5)) + "." for _ in range(2)]
+        text = " ".join(s[0].upper() + s[1:] if i % 2 else s.lower() for s in sentences)
+        # A title's name, linked where the text spells it; an extracted name in the first sentence.
+        mentions = [Mention("neurons", "Neurons", "other", -1, -1)] if i % 9 == 0 else []
+        if i % 7 == 0:
+            mentions.append(Mention("il-6", "il-6", "other", 0, len(sentences[0])))
+        chunks.append(ChunkMentions(f"c{i}", f"f{i % 5}", text, mentions))
+    graph_chunks = [graph_build._graph_mentions(c) for c in chunks]
+    titles = graph_build.span_titles(graph_chunks)
+
+    class OneShard:
+        def map(self, fn, *args):  # type: ignore[no-untyped-def]
+            return [fn(graph_chunks, *args)]
+
+    dictionaries = graph_build._corpus_dictionaries(graph_chunks, OneShard())  # type: ignore[arg-type]
+    assert dictionaries[-1].concepts and {
+        "tumour necrosis",
+        "tumour",
+        "café crème",
+        "substantia nigra",
+    } <= set(dictionaries[-1].names)
+    expected = graph_build._Tally()
+    for c in graph_chunks:
+        expected.add(graph_build._with_title_spans(graph_build._with_names(c, dictionaries), titles))
+    for block in (len(chunks), 16, 1):
+        monkeypatch.setattr(graph_build, "CONCEPT_BLOCK", block)
+        tally = graph_build._tallied(graph_chunks, dictionaries, titles)
+        for name in graph_build._Tally.__dataclass_fields__:
+            mine, theirs = getattr(tally, name), getattr(expected, name)
+            assert mine == theirs, name
+            if isinstance(theirs, dict):  # and each key's chunks and surfaces in the order they came
+                assert all(list(mine[k]) == list(v) for k, v in theirs.items() if isinstance(v, dict)), name
+    # The cases it has to get right were there: a pair again in one sentence (its first word found alone
+    # there: "tumour" is never written alone), both casings of a pair, a pair not in ASCII.
+    assert expected.node_types["tumour"] and expected.surfaces["café crème"]
+    assert {"Tumour Necrosis", "tumour necrosis"} <= set(expected.surfaces["tumour necrosis"])

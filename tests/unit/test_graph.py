@@ -1157,3 +1157,100 @@ def test_japanese_node_only_names_survive_an_incremental_add_as_a_full_build_mak
     assert ("日本", "place") in entities and ("日本", True) in stored  # a node, from a node-only mention
     assert ("王子製紙釧路", True) in stored and ("王子製紙", False) in stored
     assert "place" not in types["a"]  # 日本 types nothing: the tagger's name is an organisation
+
+
+def test_derived_mention_edges_and_relation_lists_match_references_by_id() -> None:
+    """`GraphArrays.derive` reads the mentions' and relations' chunk ids as dictionary-encoded arrays (each
+    id looked up once); the edges and lists it makes are those of a lookup per id, one at a time."""
+    from scipy import sparse
+
+    from hybridrag.indexing.stores.graph import Entity, Relation
+    from hybridrag.indexing.stores.graph_arrays import GraphArrays, shared_strings
+    from hybridrag.indexing.stores.graph_order import ListOrder, list_rows
+    from hybridrag.indexing.stores.graph_weights import mention_weights
+
+    rng = np.random.default_rng(7)
+    chunk_ids = [f"c{i}" for i in range(40)]
+    order = ListOrder(chunk_ids)
+    entities = []
+    for i in range(25):
+        # Chunks the order lacks ("gone…") are left out, as chunks deleted since the graph was built.
+        held = [chunk_ids[j] for j in sorted(rng.choice(40, size=int(rng.integers(1, 9)), replace=False))]
+        mentioned = held + (["gone-" + str(i)] if i % 4 == 0 else [])
+        titled = [c for c in mentioned if rng.random() < 0.3] + (["gone-t"] if i % 5 == 0 else [])
+        entities.append(
+            Entity(
+                f"e{i:02d}",
+                f"name {i}",
+                "other",
+                len(mentioned),
+                mentioned,
+                ["f"],
+                "",
+                [],
+                titled,
+                article=i % 3 == 0,
+                concept=i % 2 == 1,
+            )
+        )
+    relations = []
+    for j in range(30):
+        a, b = sorted(rng.choice(25, size=2, replace=False))
+        chunks = [chunk_ids[k] for k in rng.choice(40, size=3, replace=False)] + (
+            ["gone"] if j % 6 == 0 else []
+        )
+        # Counts repeat: ties are broken by the relation's id.
+        relations.append(
+            Relation(
+                f"r{(j * 7) % 30:02d}", f"e{a:02d}", f"e{b:02d}", int(rng.integers(1, 4)), 0.0, chunks, []
+            )
+        )
+    graph = GraphData(entities, relations, [])
+    arrays = GraphArrays.derive(graph, order)
+    index = {e.id: i for i, e in enumerate(entities)}
+
+    # Each entity's relations: most frequent first, then by id, each under its source and its target.
+    ranked = sorted(range(len(relations)), key=lambda j: (-relations[j].count, relations[j].id))
+    for e in entities:
+        rows = arrays.relations_rows[
+            arrays.relations_indptr[index[e.id]] : arrays.relations_indptr[index[e.id] + 1]
+        ]
+        assert rows.tolist() == [j for j in ranked if e.id in (relations[j].source, relations[j].target)]
+    # Each chunk's relations, ascending.
+    for row, cid in enumerate(chunk_ids):
+        rows = arrays.chunk_relations_rows[
+            arrays.chunk_relations_indptr[row] : arrays.chunk_relations_indptr[row + 1]
+        ]
+        assert rows.tolist() == [j for j, r in enumerate(relations) if cid in r.chunk_ids]
+    # The mention edges: both weights of every mention of a held chunk, as a lookup per id gives them.
+    ne, n = len(entities), len(entities) + len(chunk_ids)
+    ents, chunks, about, article, concept = [], [], [], [], []
+    for i, e in enumerate(entities):
+        for cid in e.chunk_ids:
+            if cid in chunk_ids:
+                ents.append(i)
+                chunks.append(ne + chunk_ids.index(cid))
+                about.append(cid in e.title_chunk_ids)
+                article.append(e.article)
+                concept.append(e.concept)
+    df = np.bincount(ents, minlength=ne).astype(np.float64)
+    to_chunk, to_entity = mention_weights(
+        np.array(about), np.array(article), np.array(concept), df[ents], len(chunk_ids)
+    )
+    expected = sparse.csr_matrix(
+        (np.r_[to_entity, to_chunk], (np.r_[chunks, ents], np.r_[ents, chunks])), shape=(n, n)
+    ).toarray()
+    for r in relations:
+        a, b = index[r.source], index[r.target]
+        expected[a, b] += 0.3 * r.count
+        expected[b, a] += 0.3 * r.count
+    out = expected.sum(axis=1, keepdims=True)
+    expected = np.divide(expected, out, out=np.zeros_like(expected), where=out > 0)  # a chunk no one names
+    assert np.allclose(arrays.transition.toarray(), expected, atol=1e-6)
+
+    # The lists themselves: encoded or not, null lists empty, ids the order lacks at -1.
+    column = pa.chunked_array([pa.array([["c3", "x", "c3"], None, [], ["c0"]], pa.list_(pa.string()))])
+    encoded = shared_strings(pa.table({"ids": column}), ["ids"]).column("ids")
+    for lists in (column, encoded):
+        lengths, rows = list_rows(lists, order)
+        assert lengths.tolist() == [3, 0, 0, 1] and rows.tolist() == [3, -1, 3, 0]
