@@ -220,8 +220,8 @@ class ConceptFinder:
     Concepts are most of a corpus' mentions (a dozen a sentence), and finding them a word and a mention at
     a time was most of a graph build's linking. Here each word becomes an integer once (a dictionary lookup
     in C) and the matching runs over the arrays of a whole block: at each word the two-word concept it
-    starts, else the one-word concept it is, each concept once a sentence, as `find` does for a dictionary
-    whose names are one or two words, no longer than that and not `proper`."""
+    starts, else the one-word concept it is, each concept once a sentence: what `find` finds with a
+    dictionary of one- and two-word names that is not `proper` (tested against it)."""
 
     def __init__(self, dictionary: NameDictionary) -> None:
         if not dictionary.concepts or dictionary.proper:
