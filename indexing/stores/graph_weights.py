@@ -32,8 +32,9 @@ def walk_matrices(
 ) -> tuple[sparse.csr_matrix, np.ndarray, np.ndarray]:
     """The walk's transition matrix over entities then chunks (each row heaviest edge first:
     `heaviest_first`), each relation's pair key (in relation order) and the sorted pair keys of synonym
-    edges. `entities`: the graph's entity table (`_mention_edges`). Every edge is added in both directions (a mention as passage -> entity and entity -> passage,
-    with their own weights), so a node's row holds all of its neighbours: the graph's structure."""
+    edges. `entities`: the graph's entity table (`_mention_edges`). Every edge is added in both directions
+    (a mention as passage -> entity and entity -> passage, with their own weights), so a node's row holds
+    all of its neighbours: the graph's structure."""
     ne = len(graph.entities)
     rows: list[int] = []
     cols: list[int] = []
@@ -97,7 +98,7 @@ def _mention_edges(
     # pairs compared as one integer each.
     title_lengths, title_at = list_rows(entities.column("title_chunk_ids"), order)
     title_entity = np.repeat(np.arange(ne, dtype=np.int64), title_lengths)
-    width = len(order) + 1
+    width = order.row_count + 1  # above every chunk row
     titled = title_entity[title_at >= 0] * width + title_at[title_at >= 0]
     kept = at >= 0
     entity = mention_entity[kept]
