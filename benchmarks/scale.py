@@ -2,16 +2,25 @@
 
 For each N a synthetic index of N chunks (`benchmarks/synthetic.py`: real base chunks copied with their real
 vectors plus noise, so the build runs no model; entities come from the copied text) is loaded in process
-(load time, vector recall@10 of the served search against an exact scan) and served over HTTP: resident
-memory after warm-up and after the searches, split into anonymous memory (what the process holds itself)
-and file-backed pages (the memory-mapped index files and libraries: page cache, reclaimable), and p50 / p95
-per strategy at one client. Anonymous bytes per chunk are counted beyond the smallest N measured (the
-service, its model and a near-empty index).
+(load time, vector recall@10 of the served search against an exact scan, without a filter and under a
+selective one passing `FILTER_SHARE` of the chunks; the version's bytes on disk per part and per chunk, and
+the chunks' own text among them) and served over HTTP: resident memory after warm-up and after the searches,
+split into anonymous memory (what the process holds itself) and file-backed pages (the memory-mapped index
+files and libraries: page cache, reclaimable), and p50 / p95 per strategy at one client. Anonymous bytes per
+chunk are counted beyond the smallest N measured (the service, its model and a near-empty index).
+
+Sizes not measured (`EXTRAPOLATE_TO`, ten million by default) are extrapolated (`MODEL`): each p50 as a
+fixed part, the smallest size's (what a search costs whatever the corpus), plus a part growing as a power of
+N through the two largest sizes (exponent 0: flat, 1: linear). A power law through the totals alone would
+read the fixed part as slow growth and understate the largest sizes. Bytes on disk and anonymous bytes are
+their last per-chunk figures times N. The model is stated beside the figures: an extrapolation, not a
+measurement.
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -19,15 +28,28 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from hybridrag.benchmarks.common import machine, markdown_table, now, percentile
 from hybridrag.benchmarks.loadgen import drive, read_through, rss_split, running_service
 from hybridrag.indexing.builds.stages import disk_bytes
+from hybridrag.indexing.stores.versions import disk_usage
 
 STRATEGIES = ("hybrid", "keyword", "semantic", "graph")
 RECALL_QUERIES = 100
 LOADS = 3
 WARMUP = 10
+#: The selective filter's share of the chunks (seeded random chunks: the search must find them wherever
+#: they lie) under which recall@10 is measured too.
+FILTER_SHARE = 0.01
+FILTER_SEED = 7
+EXTRAPOLATE_TO = (10_000_000,)
+MODEL = (
+    "p50(N) = f + (p50 at the largest size - f) * (N / largest)^b: f, the smallest size's p50 (a search's "
+    "cost with a near-empty index: the query's encoding, HTTP, the page), b the growth exponent of what the "
+    "two largest sizes add to f (0 when neither adds anything); disk and anonymous bytes per chunk held at "
+    "the largest size's"
+)
 
 
 def measure_point(
@@ -55,14 +77,14 @@ def measure_point(
     served = VectorIndex(version.path / "vectors", embedder.dim)
     exact = VectorIndex(version.path / "vectors", embedder.dim, projected_min_rows=10**12, quantized=False)
     vectors = np.asarray(embedder.embed_queries(list(queries[:RECALL_QUERIES])), dtype=np.float32)
-    recall = []
-    for v in vectors:
-        want = {h.chunk_id for h in exact.search(v, 10)[0]}
-        got = {h.chunk_id for h in served.search(v, 10)[0]}
-        recall.append(len(want & got) / max(1, len(want)))
+    recall = _recall(served, exact, vectors)
+    selective = _selective_filter(version.path, chunks)
+    filtered = _recall(served, exact, vectors, selective)
     kind = served.kind
     del served, exact
     gc.collect()
+    disk = disk_usage(version.path)
+    text_bytes = _text_bytes(version.path)
 
     latency: dict[str, dict[str, float]] = {}
     t0 = time.perf_counter()
@@ -92,7 +114,9 @@ def measure_point(
         "documents": int(version.manifest["counts"]["documents"]),
         "vectorSearch": kind,
         "loadSeconds": round(statistics.median(loads), 3),
-        "recallAt10": round(float(np.mean(recall)), 4) if recall else None,
+        "recallAt10": recall["recallAt10"],
+        "searchP50ms": recall["p50ms"],
+        "filtered": {"share": FILTER_SHARE, "chunks": len(selective.chunk_ids or ()), **filtered},
         "memoryMB": {
             "afterWarmup": {k: round(v / mb, 1) for k, v in after_warmup.items()},
             "afterSearches": {k: round(v / mb, 1) for k, v in after_searches.items()},
@@ -103,7 +127,49 @@ def measure_point(
         "pageCacheWarmed": {"bytes": warmed, "seconds": round(warm_seconds, 1)},
         "buildSeconds": (build or {}).get("totalSeconds"),
         "bytesOnDisk": (build or {}).get("bytesOnDisk") or disk_bytes(version.path),
+        "disk": {
+            "bytesPerChunk": round(sum(disk.values()) / chunks, 1),
+            "textBytesPerChunk": round(text_bytes / chunks, 1),
+            "beyondTextBytesPerChunk": round((sum(disk.values()) - text_bytes) / chunks, 1),
+            "parts": {
+                name: round(n / chunks, 1) for name, n in sorted(disk.items(), key=lambda kv: (-kv[1], kv[0]))
+            },
+        },
     }
+
+
+def _recall(served: Any, exact: Any, vectors: np.ndarray, filters: Any = None) -> dict[str, float | None]:
+    """Mean recall@10 of the served vector search against the exact one (under `filters`), and the served
+    search's p50 in process (the search call alone, its query vector given)."""
+    recall, took = [], []
+    for v in vectors:
+        want = {h.chunk_id for h in exact.search(v, 10, filters)[0]}
+        t0 = time.perf_counter()
+        got = {h.chunk_id for h in served.search(v, 10, filters)[0]}
+        took.append((time.perf_counter() - t0) * 1000)
+        recall.append(len(want & got) / max(1, len(want)))
+    if not recall:
+        return {"recallAt10": None, "p50ms": None}
+    return {"recallAt10": round(float(np.mean(recall)), 4), "p50ms": round(statistics.median(took), 2)}
+
+
+def _selective_filter(version: Path, chunks: int) -> Any:
+    """A filter passing `FILTER_SHARE` of the version's chunks (at least one), chosen at random (seeded)."""
+    from hybridrag.indexing.stores.filters import ChunkFilters
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
+
+    ids = read_version_table(version, CHUNKS, memory_map=True).column("chunk_id")
+    rng = np.random.default_rng(FILTER_SEED)
+    picked = np.sort(rng.choice(len(ids), size=max(1, round(len(ids) * FILTER_SHARE)), replace=False))
+    return ChunkFilters(chunk_ids=ids.take(picked).to_pylist())
+
+
+def _text_bytes(version: Path) -> int:
+    """UTF-8 bytes of the chunks' text: what an index holds at the least, beside which the rest is counted."""
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
+
+    text = read_version_table(version, CHUNKS, memory_map=True).column("text")
+    return int(pc.sum(pc.binary_length(text)).as_py() or 0)
 
 
 def run_scale(
@@ -132,6 +198,58 @@ def run_scale(
         "machine": machine(),
         "config": {"embeddingModel": embedding_model, "searchesPerPoint": searches, "clients": 1},
         "points": points,
+        "extrapolated": extrapolate(points, [n for n in EXTRAPOLATE_TO if n > points[-1]["chunks"]]),
+    }
+
+
+def extrapolate(points: Sequence[dict[str, Any]], sizes: Sequence[int]) -> dict[str, Any] | None:
+    """`sizes` extrapolated from the measured points (module docstring: the model), or None when fewer than
+    two sizes were measured."""
+    if len(points) < 2 or not sizes:
+        return None
+    small, large = points[-2], points[-1]
+    ratio = large["chunks"] / small["chunks"]
+    fixed_from = points[0] if len(points) > 2 else None
+    growth: dict[str, dict[str, float | None]] = {}
+    for strategy in STRATEGIES:
+        a, b = small["latency"][strategy]["p50ms"], large["latency"][strategy]["p50ms"]
+        fixed = fixed_from["latency"][strategy]["p50ms"] if fixed_from is not None else 0.0
+        # What grows is what the largest sizes add to the near-empty index's search; none grew: flat.
+        grows = a - fixed > 0 and b - fixed > 0
+        exponent = math.log((b - fixed) / (a - fixed)) / math.log(ratio) if grows else 0.0
+        growth[strategy] = {
+            "measuredRatio": round(b / a, 3) if a > 0 else None,
+            "fixedMs": round(fixed, 2) if grows else round(b, 2),
+            "exponent": round(exponent, 3),
+        }
+    out = []
+    for n in sizes:
+        scale = n / large["chunks"]
+        p50 = {}
+        for s in STRATEGIES:
+            g, b = growth[s], large["latency"][s]["p50ms"]
+            fixed, exponent = float(g["fixedMs"] or 0.0), float(g["exponent"] or 0.0)
+            p50[s] = round(fixed + (b - fixed) * scale**exponent, 1)
+        out.append(
+            {
+                "chunks": n,
+                "p50ms": p50,
+                "diskGB": round(large["disk"]["bytesPerChunk"] * n / 1e9, 1) if "disk" in large else None,
+                "anonGB": round(
+                    (
+                        large["memoryMB"]["afterSearches"]["anon"] * 2**20
+                        + (large["anonBytesPerChunk"] or 0) * (n - large["chunks"])
+                    )
+                    / 2**30,
+                    2,
+                ),
+            }
+        )
+    return {
+        "from": [p["chunks"] for p in ([fixed_from] if fixed_from else []) + [small, large]],
+        "model": MODEL,
+        "growth": growth,
+        "points": out,
     }
 
 
@@ -148,6 +266,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         "semantic p50 / p95",
         "graph p50 / p95",
         "recall@10",
+        f"recall@10, {FILTER_SHARE:.0%} filter",
+        "disk B/chunk (beyond text)",
         "errors",
     ]
     rows = []
@@ -163,6 +283,10 @@ def to_markdown(report: dict[str, Any]) -> str:
                 p["anonBytesPerChunk"],
                 *(f"{p['latency'][s]['p50ms']} / {p['latency'][s]['p95ms']}" for s in STRATEGIES),
                 p["recallAt10"],
+                (p.get("filtered") or {}).get("recallAt10"),
+                f"{p['disk']['bytesPerChunk']:,.0f} ({p['disk']['beyondTextBytesPerChunk']:,.0f})"
+                if p.get("disk")
+                else None,
                 p["errors"],
             ]
         )
@@ -180,7 +304,40 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"{RECALL_QUERIES} queries. Before the service starts, the version's files are read once into the "
         "page cache (as on a replica that has served a while; this VM reclaims idle page cache within "
         "minutes), nothing of them mapped; the service then releases the mapped pages it read every "
-        "`HYBRIDRAG_RELEASE_MAPPED_EVERY` (32) searches.\n"
+        "`HYBRIDRAG_RELEASE_MAPPED_EVERY` (32) searches. The filter passes "
+        f"{FILTER_SHARE:.0%} of the chunks at random (seeded). Disk: bytes of the version per chunk, and beyond "
+        "the chunks' own text (its UTF-8 bytes).\n"
+        + _disk_parts(report["points"])
+        + _extrapolated(report.get("extrapolated"))
+    )
+
+
+def _disk_parts(points: Sequence[dict[str, Any]], parts: int = 10) -> str:
+    """Bytes per chunk of the largest parts (at the largest size), at every size."""
+    measured = [p for p in points if p.get("disk")]
+    if not measured:
+        return ""
+    names = list(measured[-1]["disk"]["parts"])[:parts]
+    rows = [[name, *(p["disk"]["parts"].get(name) for p in measured)] for name in names]
+    rows.append(["text of the chunks", *(p["disk"]["textBytesPerChunk"] for p in measured)])
+    headers = ["bytes per chunk, by part", *(f"{p['chunks']:,}" for p in measured)]
+    return "\nDisk by part (the largest parts at the largest size):\n\n" + markdown_table(headers, rows)
+
+
+def _extrapolated(extrapolated: dict[str, Any] | None) -> str:
+    if not extrapolated:
+        return ""
+    small, large = extrapolated["from"][-2:]
+    growth = extrapolated["growth"]
+    headers = ["chunks", *(f"{s} p50 ms" for s in STRATEGIES), "disk GB", "anonymous GB"]
+    rows = [
+        [f"{e['chunks']:,}", *(e["p50ms"][s] for s in STRATEGIES), e["diskGB"], e["anonGB"]]
+        for e in extrapolated["points"]
+    ]
+    ratios = ", ".join(f"{s} {growth[s]['measuredRatio']}x" for s in STRATEGIES)
+    return (
+        f"\nExtrapolated, not measured ({extrapolated['model']}). p50 growth from {small:,} to {large:,} "
+        f"chunks: {ratios}.\n\n" + markdown_table(headers, rows)
     )
 
 

@@ -251,7 +251,10 @@ def test_synthetic_corpus_replays_real_vectors(
     monkeypatch.setattr(synthetic, "SHARD_LINES", 100)  # 150 documents: two shards
     report = synthetic.build_synthetic(sample_index, 150, tmp_path / "syn", embedding_model="minilm")
     assert report["documents"] == report["chunks"] == 150
-    assert current_version(tmp_path / "syn" / "index").manifest["counts"]["chunks"] == 150
+    manifest = current_version(tmp_path / "syn" / "index").manifest
+    assert manifest["counts"]["chunks"] == 150
+    # The typer alone types the names (no tagger pass over the repeated sentences), and the manifest says so.
+    assert report["config"]["nameTyping"] == manifest["config"]["name_typing"] == "typer"
     shards = sorted((tmp_path / "syn" / "corpus").glob("*.jsonl"))
     assert [p.name for p in shards] == ["part-00000.jsonl", "part-00001.jsonl"]
     lines = [line for p in shards for line in p.read_text("utf-8").splitlines()]
@@ -462,6 +465,40 @@ def test_rss_split_counts_anonymous_and_file_backed_memory() -> None:
     assert split["anon"] > 10 * 2**20 and split["file"] > 0
 
 
+def test_scale_extrapolation_follows_the_measured_growth_of_each_strategy() -> None:
+    from hybridrag.benchmarks.scale import STRATEGIES, extrapolate
+
+    def point(chunks: int, p50: dict[str, float]) -> dict[str, Any]:
+        return {
+            "chunks": chunks,
+            "latency": {s: {"p50ms": p50[s]} for s in STRATEGIES},
+            "disk": {"bytesPerChunk": 3000.0},
+            "memoryMB": {"afterSearches": {"anon": 1024.0}},
+            "anonBytesPerChunk": 200,
+        }
+
+    empty = point(1_000, {"hybrid": 8.0, "keyword": 5.0, "semantic": 6.0, "graph": 9.0})
+    small = point(100_000, {"hybrid": 10.0, "keyword": 5.0, "semantic": 8.0, "graph": 12.0})
+    # What hybrid adds to the near-empty index's 8 ms doubles for 10x the chunks (exponent log10(2)),
+    # keyword's stays nothing, semantic's grows linearly, graph's not at all.
+    large = point(1_000_000, {"hybrid": 12.0, "keyword": 5.0, "semantic": 26.0, "graph": 12.0})
+    assert extrapolate([large], [10_000_000]) is None
+    assert extrapolate([empty, small, large], []) is None
+    out = extrapolate([empty, small, large], [10_000_000])
+    assert out is not None and out["from"] == [1_000, 100_000, 1_000_000]
+    assert out["growth"]["hybrid"] == {"measuredRatio": 1.2, "fixedMs": 8.0, "exponent": 0.301}
+    assert out["growth"]["keyword"]["exponent"] == 0.0
+    at = out["points"][0]
+    assert at["p50ms"]["hybrid"] == pytest.approx(16.0, abs=0.1)
+    assert at["p50ms"]["keyword"] == 5.0 and at["p50ms"]["semantic"] == 206.0 and at["p50ms"]["graph"] == 12.0
+    assert at["diskGB"] == 30.0
+    assert at["anonGB"] == pytest.approx((1024 * 2**20 + 200 * 9_000_000) / 2**30, abs=0.01)
+    # Two sizes only: the fixed part is taken as nothing, a power law through both.
+    two = extrapolate([small, large], [10_000_000])
+    assert two is not None and two["from"] == [100_000, 1_000_000]
+    assert two["growth"]["hybrid"]["exponent"] == 0.079 and two["points"][0]["p50ms"]["hybrid"] == 14.4
+
+
 @pytest.mark.slow
 def test_scale_benchmark_measures_every_size(sample_index: Path, tmp_path: Path) -> None:
     from hybridrag.benchmarks import synthetic
@@ -481,8 +518,22 @@ def test_scale_benchmark_measures_every_size(sample_index: Path, tmp_path: Path)
         assert set(p["latency"]) == {"hybrid", "keyword", "semantic", "graph"}
         assert p["memoryMB"]["afterSearches"]["anon"] > 100 and p["memoryMB"]["afterSearches"]["file"] > 0
     assert points[0]["anonBytesPerChunk"] is None and isinstance(points[1]["anonBytesPerChunk"], int)
+    for p in points:
+        # 1% of 40 or 120 chunks is one chunk: the exact and the served search both find it.
+        assert p["filtered"]["chunks"] == 1 and p["filtered"]["recallAt10"] == 1.0
+        disk = p["disk"]
+        assert sum(disk["parts"].values()) == pytest.approx(
+            disk["bytesPerChunk"], abs=len(disk["parts"]) * 0.1
+        )
+        assert 0 < disk["textBytesPerChunk"] < disk["bytesPerChunk"]
+        assert disk["beyondTextBytesPerChunk"] == pytest.approx(
+            disk["bytesPerChunk"] - disk["textBytesPerChunk"], abs=0.2
+        )
+        assert "chunks.arrow" in disk["parts"] and any(name.startswith("vectors/") for name in disk["parts"])
+    assert [e["chunks"] for e in report["extrapolated"]["points"]] == [10_000_000]
     markdown = to_markdown(report)
     assert markdown.count("\n| 40 |") == 1 and "| 120 |" in markdown
+    assert "Disk by part" in markdown and "| 10,000,000 |" in markdown
     plot(report, tmp_path / "scale.png")
     assert (tmp_path / "scale.png").stat().st_size > 0
 
