@@ -125,7 +125,7 @@ def measure_point(
         "errors": errors,
         "latency": latency,
         "pageCacheWarmed": {"bytes": warmed, "seconds": round(warm_seconds, 1)},
-        "buildSeconds": (build or {}).get("totalSeconds"),
+        "buildSeconds": (build or {}).get("wallSeconds") or (build or {}).get("totalSeconds"),
         "bytesOnDisk": (build or {}).get("bytesOnDisk") or disk_bytes(version.path),
         "disk": {
             "bytesPerChunk": round(sum(disk.values()) / chunks, 1),

@@ -111,9 +111,11 @@ def build_synthetic(
     embedder = ReplayEmbedder(embedding_model, vectors, load_embedder(embedding_model))
     # A chunk size above the longest base chunk plus its tag keeps one chunk per synthetic document.
     config = BuildConfig(embedding_model=embedding_model, chunk_size=1200, name_typing=name_typing)
+    t1 = time.perf_counter()
     summary = IndexBuilder(out / "index", config, embedder=embedder, progress=tqdm_progress()).build(
         out / "corpus"
     )
+    wall_s = time.perf_counter() - t1
     docs = summary.documents
     return {
         "benchmark": "build-synthetic",
@@ -133,7 +135,10 @@ def build_synthetic(
             name: {"seconds": secs, "docsPerSecond": round(docs / secs, 1) if secs > 0 else None}
             for name, secs in summary.seconds.items()
         },
+        # The stages' seconds added up; a large build writes the keyword index and the vector files beside
+        # the graph (`builds.shards.Aside`), so its wall clock is less.
         "totalSeconds": round(sum(summary.seconds.values()), 2),
+        "wallSeconds": round(wall_s, 2),
         "bytesOnDisk": summary.bytes_on_disk,
         "embedMisses": embedder.misses,
         "indexDir": str(out / "index"),
@@ -143,12 +148,16 @@ def build_synthetic(
 def to_markdown(report: dict[str, Any]) -> str:
     rows = [[name, s["seconds"], s["docsPerSecond"]] for name, s in report["stages"].items()]
     total = report["totalSeconds"]
-    rows.append(["total", total, round(report["documents"] / total, 1) if total else None])
+    rows.append(["stages added up", total, round(report["documents"] / total, 1) if total else None])
+    wall = report.get("wallSeconds")
+    if wall:
+        rows.append(["wall clock", wall, round(report["documents"] / wall, 1)])
     return (
         f"### Build of a synthetic corpus — {report['documents']} documents, {report['chunks']} chunks, "
         f"{report['config']['embeddingModel']} (replayed passage vectors), "
         f"{report['bytesOnDisk'] / 1e6:.1f} MB on disk, {report['date'][:10]}, {report['machine']['cores']} cores\n\n"
         + markdown_table(["stage", "seconds", "documents/s"], rows)
         + "\nThe embed stage replays stored vectors (see benchmarks/synthetic.py); the model's own passage "
-        "throughput is in the SciFact build table.\n"
+        "throughput is in the SciFact build table. A large build writes the keyword index and the vector "
+        "files beside the graph, so its wall clock is below the stages added up.\n"
     )

@@ -255,6 +255,8 @@ def test_synthetic_corpus_replays_real_vectors(
     assert manifest["counts"]["chunks"] == 150
     # The typer alone types the names (no tagger pass over the repeated sentences), and the manifest says so.
     assert report["config"]["nameTyping"] == manifest["config"]["name_typing"] == "typer"
+    assert report["wallSeconds"] > 0
+    assert "| wall clock |" in synthetic.to_markdown(report)
     shards = sorted((tmp_path / "syn" / "corpus").glob("*.jsonl"))
     assert [p.name for p in shards] == ["part-00000.jsonl", "part-00001.jsonl"]
     lines = [line for p in shards for line in p.read_text("utf-8").splitlines()]
