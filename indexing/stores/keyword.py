@@ -3,7 +3,9 @@
 Tokens are produced by `indexing.analyzers` and stored in whitespace-tokenized fields, so the index needs
 no custom tantivy analyzer (which would have to be registered again on every open). Filters (file ids,
 entity types, date range) are clauses of the same query, so they apply before ranking (prefilter) and
-`count` is the true number of matches.
+a count is the true number of matches. Counting visits every match of every query term, which the top hits
+alone do not need (tantivy then skips blocks that cannot enter them), so a search counts only when asked
+and `KeywordIndex.count` counts afterwards.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ class KeywordSearch:
     """
 
     hits: list[KeywordHit]
-    total: int
+    total: int  # matches counted, or without a count the hits returned (at least that many matched)
     ceiling: float
     absent: float
+    counted: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +143,44 @@ class KeywordIndex:
         limit: int,
         filters: ChunkFilters | None = None,
         analysed: tuple[Sequence[str], Sequence[str]] | None = None,
+        count: bool = True,
     ) -> KeywordSearch:
-        """Top `limit` chunks by BM25, the total number of matching chunks, and the query's ceilings.
-        `analysed`: the text's `query_terms` when the caller has them."""
+        """Top `limit` chunks by BM25, the number of matching chunks (without `count`, the hits' number: at
+        least that many match) and the query's ceilings. `analysed`: the text's `query_terms` when the caller
+        has them."""
+        query, ceiling, absent = self._query(text, filters, analysed)
+        if query is None:
+            return KeywordSearch([], 0, 0.0, absent, counted=True)
+        # No more hits than chunks: tantivy sizes its top-k heap by the limit, and a deep page's offset
+        # (unbounded in the contract) would overflow it.
+        result = self._searcher.search(query, limit=max(1, min(limit, self.num_chunks)), count=count)
+        hits = []
+        for score, address in result.hits:
+            stored = self._searcher.doc(address)
+            hits.append(KeywordHit(stored["chunk_id"][0], float(score)))
+        total = int(getattr(result, "count", 0) or 0) if count else len(hits)
+        return KeywordSearch(hits, total, ceiling, absent, counted=count)
+
+    def count(
+        self,
+        text: str,
+        filters: ChunkFilters | None = None,
+        analysed: tuple[Sequence[str], Sequence[str]] | None = None,
+    ) -> int:
+        """How many chunks match `text` under `filters` (what `search` counts when asked)."""
+        query, _ceiling, _absent = self._query(text, filters, analysed)
+        if query is None:
+            return 0
+        return int(getattr(self._searcher.search(query, limit=1, count=True), "count", 0) or 0)
+
+    def _query(
+        self,
+        text: str,
+        filters: ChunkFilters | None,
+        analysed: tuple[Sequence[str], Sequence[str]] | None,
+    ) -> tuple[tantivy.Query | None, float, float]:
+        """The query for `text` under `filters` (None: no term of it is in the corpus), its ceiling and
+        absent sums (`KeywordSearch`)."""
         tokens, bigrams = self.query_terms(text) if analysed is None else analysed
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         ceiling = absent = 0.0
@@ -158,7 +196,7 @@ class KeywordIndex:
                 )
                 ceiling += boost * self._idf(df) * (BM25_K1 + 1.0)
         if not clauses:
-            return KeywordSearch([], 0, 0.0, absent)
+            return None, 0.0, absent
         query = tantivy.Query.boolean_query(clauses)
         filter_query = self._filter_query(filters)
         if filter_query is not None:
@@ -168,14 +206,7 @@ class KeywordIndex:
                     (tantivy.Occur.Must, tantivy.Query.const_score_query(filter_query, 0.0)),
                 ]
             )
-        # No more hits than chunks: tantivy sizes its top-k heap by the limit, and a deep page's offset
-        # (unbounded in the contract) would overflow it.
-        result = self._searcher.search(query, limit=max(1, min(limit, self.num_chunks)), count=True)
-        hits = []
-        for score, address in result.hits:
-            stored = self._searcher.doc(address)
-            hits.append(KeywordHit(stored["chunk_id"][0], float(score)))
-        return KeywordSearch(hits, int(getattr(result, "count", 0) or 0), ceiling, absent)
+        return query, ceiling, absent
 
     def _idf(self, df: int) -> float:
         n = max(1, self.num_chunks)

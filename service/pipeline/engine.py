@@ -377,5 +377,5 @@ def _total(kept: list[FusedItem], fused: list[FusedItem], retrieved: dict[str, R
     it returned passed, its own match count (the honest total beyond the fetched depth)."""
     rankings = [r for r in retrieved.values() if r.candidates]
     if len(rankings) == 1 and kept and len(kept) == len(fused) and len(rankings[0].candidates) >= depth:
-        return max(len(kept), rankings[0].total)
+        return max(len(kept), rankings[0].matched())
     return len(kept)

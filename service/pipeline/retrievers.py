@@ -1,12 +1,13 @@
 """Retrievers behind one small protocol, registered in a plain dict by strategy name.
 
 Each retriever returns chunk candidates best first with a raw score and a 0..1 normalised score, plus the
-number of chunks that matched (for an honest `totalCount`). Filters are applied inside each store.
+number of chunks that matched (for an honest `totalCount`), or a way to count them when that is read.
+Filters are applied inside each store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,6 +46,7 @@ class Candidate:
 @dataclass(slots=True)
 class Retrieved:
     candidates: list[Candidate]
+    # The chunks that matched; with `counter`, the candidates' number (at least that many matched).
     total: int
     notes: list[str] = field(default_factory=list)
     # What a retriever can say afterwards about how it reached a candidate (the graph's walk); optional.
@@ -52,6 +54,14 @@ class Retrieved:
     # True when each candidate's `score` is its raw score over the best of its kind, on a scale with a natural
     # zero (the graph's PageRank mass): fusion then weighs it as such instead of min-max over the list.
     ratio_scores: bool = False
+    # Counts the matches when the total is read (`matched`): counting is a pass over every match that
+    # ranking does not need, and only a search that one strategy alone answers reads it.
+    counter: Callable[[], int] | None = None
+
+    def matched(self) -> int:
+        """How many chunks matched: `total`, or counted now."""
+        return self.counter() if self.counter is not None else self.total
+
     # What the retriever learned about the query as a whole, on absolute scales (the relevance model's
     # inputs, `pipeline.relevance`): keyword "coverage", semantic "top".
     evidence: dict[str, float] = field(default_factory=dict)
@@ -74,8 +84,12 @@ class KeywordRetriever:
         self._index = index
 
     def retrieve(self, query: RetrievalQuery, limit: int) -> Retrieved:
-        found = self._index.search(query.text, limit, query.filters, query.terms)
+        # Not counted here: the count costs a pass over every match of every term (it grows with the corpus,
+        # the top hits need not), and only `totalCount` of a search keyword alone answers reads it.
+        found = self._index.search(query.text, limit, query.filters, query.terms, count=False)
         ceiling = found.ceiling
+        index = self._index
+        full = len(found.hits) >= limit
         return Retrieved(
             [
                 Candidate(h.chunk_id, h.score, min(1.0, h.score / ceiling) if ceiling > 0 else 0.0)
@@ -83,6 +97,8 @@ class KeywordRetriever:
             ],
             found.total,
             evidence=keyword_evidence(found),
+            # A list shorter than asked holds every match: nothing more to count.
+            counter=(lambda: index.count(query.text, query.filters, query.terms)) if full else None,
         )
 
 

@@ -363,3 +363,61 @@ def test_a_failure_beside_the_graph_leaves_nothing_written(
         versions.published(tmp_path / "idx")
     )
     assert not list((tmp_path / "idx").glob(".staging-*"))
+
+
+def test_keyword_search_counts_its_matches_only_when_asked(sample_index: Path) -> None:
+    """A search that does not count returns the same hits (tantivy may then skip what cannot enter them);
+    `count` counts what a counting search counts, under filters too; the retriever counts only when its
+    total is read, and only for a list as long as asked."""
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.stores.filters import ChunkFilters
+    from hybridrag.indexing.stores.keyword import KeywordIndex
+    from hybridrag.pipeline.retrievers import KeywordRetriever, RetrievalQuery
+
+    index = KeywordIndex(versions.current_version(sample_index).path / "keyword", Analyzer(), 0.3, True)
+    files = ChunkFilters(file_ids=["sony-en.md"])
+    for text, filters in (
+        ("the company was founded in Tokyo", None),
+        ("company", files),
+        ("zzzz qqqq", None),
+    ):
+        counted = index.search(text, 3, filters)
+        quick = index.search(text, 3, filters, count=False)
+        assert (
+            quick.hits == counted.hits and quick.ceiling == counted.ceiling and quick.absent == counted.absent
+        )
+        assert counted.counted and quick.total == len(quick.hits)
+        assert quick.counted == (not counted.hits)  # nothing of the query in the corpus: 0 is a count
+        assert index.count(text, filters) == counted.total
+    assert index.search("the company was founded in Tokyo", 3).total > 3  # more match than were returned
+
+    retriever = KeywordRetriever(index)
+    calls: list[int] = []
+
+    def counting(*args: object, **kwargs: object) -> int:
+        calls.append(1)
+        return KeywordIndex.count(index, *args, **kwargs)  # type: ignore[arg-type]
+
+    index.count = counting  # type: ignore[method-assign]
+    many = retriever.retrieve(RetrievalQuery("the company was founded in Tokyo", ChunkFilters()), 3)
+    assert len(many.candidates) == 3 and many.total == 3 and calls == []
+    assert many.matched() == index.search("the company was founded in Tokyo", 3).total and calls == [1]
+    few = retriever.retrieve(RetrievalQuery("Walkman", ChunkFilters()), 50)
+    assert few.counter is None and few.matched() == len(few.candidates) == index.search("Walkman", 50).total
+
+
+def test_total_count_reads_a_count_only_where_one_strategy_alone_answers() -> None:
+    from hybridrag.pipeline.engine import _total
+    from hybridrag.pipeline.fusion import FusedItem
+    from hybridrag.pipeline.retrievers import Candidate, Retrieved
+
+    def never() -> int:
+        raise AssertionError("counted for nothing")
+
+    cands = [Candidate(f"c{i}", 1.0, 1.0) for i in range(3)]
+    fused = [FusedItem(c.id, 1.0) for c in cands]
+    alone = {"keyword": Retrieved(cands, 3, counter=lambda: 500)}
+    assert _total(fused, fused, alone, depth=3) == 500
+    assert _total(fused[:2], fused, {"keyword": Retrieved(cands, 3, counter=never)}, depth=3) == 2  # cut
+    both = {"keyword": Retrieved(cands, 3, counter=never), "semantic": Retrieved(cands, 40)}
+    assert _total(fused, fused, both, depth=3) == 3
