@@ -78,7 +78,7 @@ def measure_point(
     exact = VectorIndex(version.path / "vectors", embedder.dim, projected_min_rows=10**12, quantized=False)
     vectors = np.asarray(embedder.embed_queries(list(queries[:RECALL_QUERIES])), dtype=np.float32)
     recall = _recall(served, exact, vectors)
-    selective = _selective_filter(version.path, chunks)
+    selective = _selective_filter(version.path)
     filtered = _recall(served, exact, vectors, selective)
     kind = served.kind
     del served, exact
@@ -153,7 +153,7 @@ def _recall(served: Any, exact: Any, vectors: np.ndarray, filters: Any = None) -
     return {"recallAt10": round(float(np.mean(recall)), 4), "p50ms": round(statistics.median(took), 2)}
 
 
-def _selective_filter(version: Path, chunks: int) -> Any:
+def _selective_filter(version: Path) -> Any:
     """A filter passing `FILTER_SHARE` of the version's chunks (at least one), chosen at random (seeded)."""
     from hybridrag.indexing.stores.filters import ChunkFilters
     from hybridrag.indexing.stores.tables import CHUNKS, read_version_table

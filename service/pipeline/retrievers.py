@@ -57,14 +57,13 @@ class Retrieved:
     # Counts the matches when the total is read (`matched`): counting is a pass over every match that
     # ranking does not need, and only a search that one strategy alone answers reads it.
     counter: Callable[[], int] | None = None
+    # What the retriever learned about the query as a whole, on absolute scales (the relevance model's
+    # inputs, `pipeline.relevance`): keyword "coverage", semantic "top".
+    evidence: dict[str, float] = field(default_factory=dict)
 
     def matched(self) -> int:
         """How many chunks matched: `total`, or counted now."""
         return self.counter() if self.counter is not None else self.total
-
-    # What the retriever learned about the query as a whole, on absolute scales (the relevance model's
-    # inputs, `pipeline.relevance`): keyword "coverage", semantic "top".
-    evidence: dict[str, float] = field(default_factory=dict)
 
 
 class Retriever(Protocol):
