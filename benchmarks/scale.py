@@ -32,8 +32,7 @@ import pyarrow.compute as pc
 
 from hybridrag.benchmarks.common import machine, markdown_table, now, percentile
 from hybridrag.benchmarks.loadgen import drive, read_through, rss_split, running_service
-from hybridrag.indexing.builds.stages import disk_bytes
-from hybridrag.indexing.stores.versions import disk_usage
+from hybridrag.indexing.stores.versions import disk_report, disk_usage
 
 STRATEGIES = ("hybrid", "keyword", "semantic", "graph")
 RECALL_QUERIES = 100
@@ -61,6 +60,7 @@ def measure_point(
     build: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """One N: load time and recall in process, then memory and latency of the served index."""
+    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
     from hybridrag.indexing.stores.vectors import VectorIndex
     from hybridrag.indexing.stores.versions import current_version
     from hybridrag.pipeline.loaded_index import load_index
@@ -77,14 +77,18 @@ def measure_point(
     served = VectorIndex(version.path / "vectors", embedder.dim)
     exact = VectorIndex(version.path / "vectors", embedder.dim, projected_min_rows=10**12, quantized=False)
     vectors = np.asarray(embedder.embed_queries(list(queries[:RECALL_QUERIES])), dtype=np.float32)
+    table = read_version_table(version.path, CHUNKS, memory_map=True)
     recall = _recall(served, exact, vectors)
-    selective = _selective_filter(version.path)
+    selective = _selective_filter(table.column("chunk_id"))
     filtered = _recall(served, exact, vectors, selective)
     kind = served.kind
     del served, exact
     gc.collect()
-    disk = disk_usage(version.path)
-    text_bytes = _text_bytes(version.path)
+    by_part = disk_report(version.manifest, disk_usage(version.path))
+    on_disk = by_part["bytes"]
+    # UTF-8 bytes of the chunks' text: what an index holds at the least, beside which the rest is counted.
+    text_bytes = int(pc.sum(pc.binary_length(table.column("text"))).as_py() or 0)
+    del table
 
     latency: dict[str, dict[str, float]] = {}
     t0 = time.perf_counter()
@@ -126,14 +130,12 @@ def measure_point(
         "latency": latency,
         "pageCacheWarmed": {"bytes": warmed, "seconds": round(warm_seconds, 1)},
         "buildSeconds": (build or {}).get("wallSeconds") or (build or {}).get("totalSeconds"),
-        "bytesOnDisk": (build or {}).get("bytesOnDisk") or disk_bytes(version.path),
+        "bytesOnDisk": (build or {}).get("bytesOnDisk") or on_disk,
         "disk": {
-            "bytesPerChunk": round(sum(disk.values()) / chunks, 1),
+            "bytesPerChunk": by_part["bytesPerChunk"],
             "textBytesPerChunk": round(text_bytes / chunks, 1),
-            "beyondTextBytesPerChunk": round((sum(disk.values()) - text_bytes) / chunks, 1),
-            "parts": {
-                name: round(n / chunks, 1) for name, n in sorted(disk.items(), key=lambda kv: (-kv[1], kv[0]))
-            },
+            "beyondTextBytesPerChunk": round((on_disk - text_bytes) / chunks, 1),
+            "parts": {name: part["bytesPerChunk"] for name, part in by_part["parts"].items()},
         },
     }
 
@@ -153,23 +155,13 @@ def _recall(served: Any, exact: Any, vectors: np.ndarray, filters: Any = None) -
     return {"recallAt10": round(float(np.mean(recall)), 4), "p50ms": round(statistics.median(took), 2)}
 
 
-def _selective_filter(version: Path) -> Any:
-    """A filter passing `FILTER_SHARE` of the version's chunks (at least one), chosen at random (seeded)."""
+def _selective_filter(ids: Any) -> Any:
+    """A filter passing `FILTER_SHARE` of the chunks `ids` (at least one), chosen at random (seeded)."""
     from hybridrag.indexing.stores.filters import ChunkFilters
-    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
 
-    ids = read_version_table(version, CHUNKS, memory_map=True).column("chunk_id")
     rng = np.random.default_rng(FILTER_SEED)
     picked = np.sort(rng.choice(len(ids), size=max(1, round(len(ids) * FILTER_SHARE)), replace=False))
     return ChunkFilters(chunk_ids=ids.take(picked).to_pylist())
-
-
-def _text_bytes(version: Path) -> int:
-    """UTF-8 bytes of the chunks' text: what an index holds at the least, beside which the rest is counted."""
-    from hybridrag.indexing.stores.tables import CHUNKS, read_version_table
-
-    text = read_version_table(version, CHUNKS, memory_map=True).column("text")
-    return int(pc.sum(pc.binary_length(text)).as_py() or 0)
 
 
 def run_scale(

@@ -323,3 +323,23 @@ def disk_usage(version: Path) -> dict[str, int]:
         key = str(name.relative_to(version))
         parts[key] = parts.get(key, 0) + sum(f.stat().st_size for f in files)
     return parts
+
+
+def disk_report(manifest: dict[str, Any], parts: dict[str, int]) -> dict[str, Any]:
+    """The version, its chunk count, and its bytes in all and per part, each also per chunk (largest first)."""
+    chunks = int((manifest.get("counts") or {}).get("chunks") or 0)
+    total = sum(parts.values())
+
+    def per_chunk(n: int) -> float | None:
+        return round(n / chunks, 1) if chunks else None
+
+    return {
+        "version": manifest.get("version"),
+        "chunks": chunks,
+        "bytes": total,
+        "bytesPerChunk": per_chunk(total),
+        "parts": {
+            name: {"bytes": n, "bytesPerChunk": per_chunk(n)}
+            for name, n in sorted(parts.items(), key=lambda kv: (-kv[1], kv[0]))
+        },
+    }

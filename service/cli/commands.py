@@ -359,7 +359,7 @@ def index_info(
 ) -> None:
     """Print the manifest of the current version (or, with --disk, what each part of it takes on disk)."""
     from hybridrag.indexing.stores.remote import RemoteIndex, RemoteUnavailable, is_remote
-    from hybridrag.indexing.stores.versions import IndexUnavailable, current_version, disk_usage
+    from hybridrag.indexing.stores.versions import IndexUnavailable, current_version, disk_report, disk_usage
 
     if disk and is_remote(index):
         raise typer.BadParameter("--disk reads a local index directory", param_hint="--disk")
@@ -374,31 +374,11 @@ def index_info(
             version = current_version(Path(index))
             manifest = version.manifest
             if disk:
-                manifest = _disk_report(manifest, disk_usage(version.path))
+                manifest = disk_report(manifest, disk_usage(version.path))
     except (IndexUnavailable, RemoteUnavailable, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(json.dumps(manifest, ensure_ascii=False, indent=2))
-
-
-def _disk_report(manifest: dict[str, Any], parts: dict[str, int]) -> dict[str, Any]:
-    """The version, its chunk count, and its bytes in all and per part, each also per chunk (largest first)."""
-    chunks = int((manifest.get("counts") or {}).get("chunks") or 0)
-    total = sum(parts.values())
-
-    def per_chunk(n: int) -> float | None:
-        return round(n / chunks, 1) if chunks else None
-
-    return {
-        "version": manifest.get("version"),
-        "chunks": chunks,
-        "bytes": total,
-        "bytesPerChunk": per_chunk(total),
-        "parts": {
-            name: {"bytes": n, "bytesPerChunk": per_chunk(n)}
-            for name, n in sorted(parts.items(), key=lambda kv: (-kv[1], kv[0]))
-        },
-    }
 
 
 # `serve`, `schema` and `models` live in `service_commands` and register on the same apps when imported
