@@ -16,6 +16,10 @@ the table's row order, beside it in the version's `vectors/` folder:
                            (8-bit codes), which still read
     serving-columns.arrow  chunk_id, file_id, date, entity_types in row order (uncompressed Arrow IPC, mapped)
     serving-keys.npy       chunk id -> row (`keys.KeyIndex`)
+    serving-refine.npy     beside the product-quantized inverted file only: rows x dim 8-bit codes (each
+    serving-refine-range.npy  dimension's own range, faiss' ScalarQuantizer QT_8bit), mapped, which rank its
+                           candidates before the best few are read for exact rescoring (versions written
+                           before 2026-12-02 have none: every candidate is read)
 
 A search scans the codes for a few hundred candidates (faiss, SIMD; a flat scan costs ~10 ms a million rows
 on one core here, so from `IVF_MIN_ROWS` rows only the `IVF_PROBES` lists nearest the query are scanned: the
@@ -49,15 +53,20 @@ CODES = "serving-codes.faiss"
 COLUMNS = "serving-columns.arrow"
 KEYS = "serving-keys.npy"
 FILES = (VECTORS, CODES, COLUMNS, KEYS)
+REFINE = "serving-refine.npy"
+REFINE_RANGE = "serving-refine-range.npy"
+REFINE_FILES = (REFINE, REFINE_RANGE)
 FILTER_COLUMNS = ("chunk_id", "file_id", "date", "entity_types")
 # Candidates rescored exactly per search: at least RESCORE_MIN, and RESCORE_PER_RESULT per result asked for —
 # the fewest that keep recall against exact search at 1.0 (benchmarks/README.md, "Constants"), since every
 # candidate is a positional read of its stored vector, the largest part of a semantic search's own CPU.
 RESCORE_MIN = 50
 RESCORE_PER_RESULT = 1.5
-# The product-quantized inverted file ranks coarser than 8-bit codes: more candidates are rescored, the
+# The product-quantized inverted file ranks coarser than 8-bit codes: more candidates are taken from it, the
 # fewest that keep recall@10 near 0.99 at 3M rows; the 1,600 cover a list of 100 (a search's default depth)
-# at recall@100 0.984 against 0.993 with 4,000, in half the time (benchmarks/README.md, "Constants").
+# at recall@100 0.984 against 0.993 with 4,000, in half the time (benchmarks/README.md, "Constants"). Where
+# the version has 8-bit refine codes they rank those candidates and only the best `rescored(FLAT_KIND, k)`
+# are read and rescored exactly (at 1M, the same recall as reading all 1,600: benchmarks/README.md).
 PQ_RESCORE_MIN = 1600
 PQ_RESCORE_PER_RESULT = 16
 PQ_DIMS = 2  # dimensions a 4-bit sub-quantizer codes: 384-d vectors in 96 bytes
@@ -67,6 +76,7 @@ PQ_DIMS = 2  # dimensions a 4-bit sub-quantizer codes: 384-d vectors in 96 bytes
 EXACT_FILTERED_MAX = 20_000
 TRAIN_SAMPLE = 200_000
 BLOCK = 65_536
+REFINE_BLOCK = 16_384  # rows of refine codes widened to float32 at a time (25 MB at 384 dimensions)
 # The inverted file (benchmarks/README.md, "Constants"): from this many rows; IVF_LISTS_PER_SQRT * sqrt(rows)
 # lists, trained on IVF_TRAIN_PER_LIST sampled rows a list; IVF_PROBES lists scanned a search. A filter that
 # passes a share s of the rows scans IVF_PROBES / s lists (all of them for a selective one), so about as many
@@ -241,8 +251,9 @@ def write_serving_files(
         index = faiss.IndexScalarQuantizer(
             dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
         )
-    del matrix
     written = _kind_of(index)
+    refine = _write_refine(folder, matrix, n, dim) if segment is None and written == IVF_KIND else None
+    del matrix
     tmp_codes = folder / (names[CODES] + ".tmp")
     faiss.write_index(index, str(tmp_codes))
     columns = data.select(list(FILTER_COLUMNS)).combine_chunks()
@@ -253,6 +264,12 @@ def write_serving_files(
     keys.save(folder / names[KEYS])
     os.replace(tmp_columns, folder / names[COLUMNS])
     os.replace(tmp_codes, folder / names[CODES])
+    if segment is None:
+        for name in REFINE_FILES:
+            if refine is None:
+                (folder / name).unlink(missing_ok=True)
+            else:
+                os.replace(refine[name], folder / name)
     # The vectors last: a folder with every file present is complete.
     if pages is not None:
         tmp_pages, tmp_norms = lance_rows.write(folder, pages, row_norms, dim)
@@ -265,6 +282,29 @@ def write_serving_files(
             lance_rows.remove(folder)
         os.replace(tmp_vectors, folder / names[VECTORS])
     return written
+
+
+def _write_refine(folder: Path, matrix: np.ndarray, n: int, dim: int) -> dict[str, Path]:
+    """The 8-bit refine codes of the unit rows `matrix` and each dimension's range, under temporary names
+    (returned by final name): faiss' ScalarQuantizer QT_8bit trained on a fixed sample, so the same
+    vectors always give the same codes."""
+    import faiss
+
+    quantizer = faiss.ScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit)
+    rng = np.random.default_rng(0)
+    sample = np.sort(rng.choice(n, size=min(n, TRAIN_SAMPLE), replace=False))
+    quantizer.train(np.ascontiguousarray(matrix[sample]))
+    # QT_8bit decodes code c of dimension i as low[i] + (c + 0.5) / 255 * width[i].
+    ranges = faiss.vector_to_array(quantizer.trained).astype(np.float32).reshape(2, dim)
+    tmp = {name: folder / (name + ".tmp") for name in REFINE_FILES}
+    codes = np.lib.format.open_memmap(tmp[REFINE], mode="w+", dtype=np.uint8, shape=(n, dim))
+    for lo in range(0, n, BLOCK):
+        codes[lo : lo + BLOCK] = quantizer.compute_codes(np.ascontiguousarray(matrix[lo : lo + BLOCK]))
+    codes.flush()
+    del codes
+    with open(tmp[REFINE_RANGE], "wb") as fh:
+        np.save(fh, ranges)
+    return tmp
 
 
 def _same_rows(
@@ -332,6 +372,8 @@ class QuantizedVectors:
     codes: Any  # faiss.IndexScalarQuantizer
     columns: pa.Table  # FILTER_COLUMNS, memory-mapped
     keys: KeyIndex
+    refine: np.ndarray | None = None  # REFINE, memory-mapped: rows x dim uint8; None where there is none
+    refine_width: np.ndarray | None = None  # each dimension's width in REFINE_RANGE (float32)
 
     @classmethod
     def open(
@@ -351,7 +393,14 @@ class QuantizedVectors:
             raise ValueError(f"serving vectors of {folder} are not {dim}-d")
         if not (codes.ntotal == columns.num_rows == len(keys) == n):
             raise ValueError(f"serving files of {folder} disagree on the number of rows")
-        return cls(matrix, codes, columns, keys)
+        refine = width = None
+        if segment is None and all((folder / name).is_file() for name in REFINE_FILES):
+            refine = maps.npy(folder / REFINE)
+            ranges = np.load(folder / REFINE_RANGE)
+            if refine.shape != (n, dim) or refine.dtype != np.uint8 or ranges.shape != (2, dim):
+                raise ValueError(f"refine codes of {folder} are not {n} x {dim} bytes with their ranges")
+            width = np.asarray(ranges[1], dtype=np.float32)
+        return cls(matrix, codes, columns, keys, refine, width)
 
     @property
     def rows(self) -> int:
@@ -385,13 +434,18 @@ class QuantizedVectors:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0
         kind = self.kind
         want = rescored(kind, limit)
-        exact_max = 0 if kind == IVF_KIND else EXACT_FILTERED_MAX
+        # Few enough rows pass the filter: all of them are candidates (ranked by the refine codes where the
+        # version has them: ~0.23 us a row at 1M, against ~10 ms for a scan of every list).
+        exact_max = 0 if kind == IVF_KIND and self.refine is None else EXACT_FILTERED_MAX
         if eligible_rows is not None and (eligible <= exact_max or want * 2 >= eligible):
             candidates = eligible_rows
         elif eligible_rows is None and want * 2 >= n:
             candidates = np.arange(n)
         else:
             candidates = self._scan(unit, want, mask, eligible / n)
+        keep = rescored(FLAT_KIND, limit)
+        if self.refine is not None and len(candidates) > keep:
+            candidates = self._refined(candidates, unit, keep)
         sims = self._exact(candidates, unit)
         k = min(max(1, limit), len(sims))
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
@@ -413,6 +467,20 @@ class QuantizedVectors:
         _scores, found = self.codes.search(query, want, params=params)
         rows = found[0]
         return np.sort(rows[rows >= 0]).astype(np.int64)
+
+    def _refined(self, rows: np.ndarray, unit: np.ndarray, keep: int) -> np.ndarray:
+        """The `keep` of `rows` (sorted) whose refine codes score best: a code's decoded value is its
+        dimension's low end (the same for every row) plus the code times the dimension's width / 255, so
+        codes @ (unit * width) ranks as the decoded rows' similarities do."""
+        assert self.refine is not None and self.refine_width is not None
+        weights = unit.astype(np.float32) * self.refine_width
+        approx = np.empty(len(rows), dtype=np.float32)
+        for lo in range(0, len(rows), REFINE_BLOCK):  # bounded transient memory (a page deeper than the scan)
+            approx[lo : lo + REFINE_BLOCK] = (
+                self.refine[rows[lo : lo + REFINE_BLOCK]].astype(np.float32) @ weights
+            )
+        best = np.argpartition(-approx, keep - 1)[:keep]
+        return np.sort(rows[best])
 
     def _exact(self, rows: np.ndarray, unit: np.ndarray) -> np.ndarray:
         out = np.empty(len(rows), dtype=np.float32)

@@ -35,6 +35,7 @@ from hybridrag.indexing.stores.quantized import (
     FILES,
     FILTER_COLUMNS,
     KEYS,
+    REFINE_FILES,
     VECTORS,
     QuantizedVectors,
     RowFile,
@@ -223,7 +224,9 @@ def adopt_compacted(source: Path, target: Path) -> None:
     (target / DELETED).unlink(missing_ok=True)
     (target / VECTORS).unlink(missing_ok=True)
     lance_rows.remove(target)
-    for name in (*FILES, lance_rows.PAGES, lance_rows.NORMS):
+    for name in REFINE_FILES:
+        (target / name).unlink(missing_ok=True)
+    for name in (*FILES, *REFINE_FILES, lance_rows.PAGES, lance_rows.NORMS):
         if (source / name).is_file():
             os.replace(source / name, target / name)
 

@@ -298,15 +298,15 @@ class VectorIndex:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise ValueError(f"query vector has {query.shape[0]} dimensions, the index has {self.dim}")
-        where = filter_sql(filters)
         if self._quantized is not None:
             q = self._quantized
             norm = float(np.linalg.norm(query))
             unit = query / norm if norm > 0 else query
-            mask = filter_mask(q.columns, filters) if where is not None and filters is not None else None
+            mask = filter_mask(q.columns, filters) if filters is not None and filters.active else None
             rows, sims, eligible = q.search(unit, limit, mask)
             pairs = zip(q.chunk_ids(rows), sims.tolist(), strict=True)
             return [VectorHit(chunk_id, float(v)) for chunk_id, v in pairs], eligible
+        where = filter_sql(filters)
         if self._matrix is not None:
             return self._search_in_memory(query, limit, filters if where is not None else None)
         search = self._table.search(query, vector_column_name="vector").distance_type("cosine")

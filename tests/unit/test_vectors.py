@@ -268,6 +268,81 @@ def test_quantized_scan_rescores_exactly_and_matches_exact_search(
     assert found / 800 >= 0.99
 
 
+def test_refine_codes_rank_the_inverted_files_candidates_so_only_the_best_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beside the product-quantized inverted file, 8-bit codes (mapped) rank its candidates and only the
+    best `rescored(FLAT_KIND, k)` are read and rescored exactly: the same recall as reading all of them; a
+    version without the codes reads all of them; a rewrite as flat codes leaves none behind."""
+    import shutil
+
+    from hybridrag.indexing.stores.memory_maps import Mappings
+
+    _small_ivf(monkeypatch)
+    n, dim = 6000, 64
+    data = _write_clustered(tmp_path / "v", n, dim)
+    folder = tmp_path / "v"
+    assert all((folder / name).is_file() for name in quantized.REFINE_FILES)
+    maps = Mappings()
+    q = quantized.QuantizedVectors.open(folder, dim, maps)
+    assert q.kind == "ivf-pq4-rescored" and q.refine is not None and q.refine_width is not None
+    assert q.refine.shape == (n, dim) and q.refine.dtype == np.uint8 and not q.refine.flags.owndata
+    # The codes decode to the rows within a step of their dimension's range.
+    low, width = np.load(folder / quantized.REFINE_RANGE)
+    decoded = low + (q.refine.astype(np.float32) + 0.5) / 255 * width
+    assert np.abs(decoded - data).max() <= width.max() / 255 + 1e-6
+    shutil.copytree(folder, tmp_path / "old")
+    for name in quantized.REFINE_FILES:  # a version written before the refine codes
+        (tmp_path / "old" / name).unlink()
+    old = quantized.QuantizedVectors.open(tmp_path / "old", dim)
+    assert old.refine is None
+
+    def reads(store: quantized.QuantizedVectors) -> list[int]:
+        counts: list[int] = []
+        take = store.matrix.take
+
+        def counted(rows: np.ndarray) -> np.ndarray:
+            counts.append(len(rows))
+            return take(rows)
+
+        monkeypatch.setattr(store.matrix, "take", counted)
+        return counts
+
+    new_reads, old_reads = reads(q), reads(old)
+    rng = np.random.default_rng(11)
+    found = {"refined": 0, "all read": 0}
+    for i in range(40):
+        query = data[i * 131] + 0.5 * rng.normal(size=dim).astype(np.float32)
+        unit = query / np.linalg.norm(query)
+        best = set(np.argsort(-(data @ unit), kind="stable")[:10].tolist())
+        for name, store in (("refined", q), ("all read", old)):
+            rows, sims, eligible = store.search(unit, 10)
+            assert eligible == n and len(rows) == 10
+            np.testing.assert_allclose(sims, data[rows] @ unit, atol=1e-5)  # exact similarities
+            found[name] += len(best & set(rows.tolist()))
+        # The refine step keeps the candidates whose decoded rows score best.
+        candidates = q._scan(unit, 300, None, 1.0)
+        kept = q._refined(candidates, unit, 50)
+        by_decoded = candidates[np.argsort(-(decoded[candidates] @ unit), kind="stable")]
+        assert len(set(kept.tolist()) ^ set(by_decoded[:50].tolist())) <= 2  # float32 sums in another order
+    assert new_reads == [quantized.rescored(quantized.FLAT_KIND, 10)] * 40
+    assert (
+        len(old_reads) == 40 and min(old_reads) > 200 and max(old_reads) == 300
+    )  # what the probed lists held
+    assert found["refined"] >= found["all read"] - 2 and found["refined"] / 400 >= 0.98
+    # Under a selective filter the page is still full and exact.
+    keep = np.zeros(n, dtype=bool)
+    keep[::50] = True
+    rows, _sims, eligible = q.search(data[0], 10, keep)
+    assert eligible == 120 and keep[rows].all()
+    assert sorted(rows.tolist()) == sorted(np.flatnonzero(keep)[np.argsort(-(data[keep] @ data[0]))[:10]])
+    # Written again as flat codes: no refine codes are left to misread.
+    table = vec.vector_table(folder)
+    assert quantized.write_serving_files(folder, table, dim, ivf_min_rows=10**9) == "sq8-rescored"
+    assert not any((folder / name).exists() for name in quantized.REFINE_FILES)
+    assert quantized.QuantizedVectors.open(folder, dim).refine is None
+
+
 def test_an_inverted_file_probes_more_lists_under_a_selective_filter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
