@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,9 +23,13 @@ bench_app = typer.Typer(
 app.add_typer(bench_app, name="bench")
 
 
+#: The build report of a cached synthetic index, kept beside it (`synthetic_index`, `synthetic_build`).
+BUILD_REPORT = "build-report.json"
+
+
 def synthetic_index(name: str, base_index: Path, chunks: int, embedding_model: str, target: Path) -> Path:
     """The synthetic corpus of `chunks` chunks built from `base_index` (cached; its build report is written
-    beside `target` when it is built), as an index directory."""
+    beside `target` and beside the index when it is built), as an index directory."""
     from hybridrag.benchmarks.common import CACHE, regraph_if_older, write_results
     from hybridrag.benchmarks.synthetic import build_synthetic
     from hybridrag.benchmarks.synthetic import to_markdown as build_markdown
@@ -34,9 +38,17 @@ def synthetic_index(name: str, base_index: Path, chunks: int, embedding_model: s
     if not (synthetic_dir / "index" / "current").exists():
         built = build_synthetic(base_index, chunks, synthetic_dir, embedding_model)
         write_results(target.with_name(f"build-synthetic-{chunks}.json"), built, build_markdown(built))
+        (synthetic_dir / BUILD_REPORT).write_text(json.dumps(built, indent=2) + "\n", encoding="utf-8")
     else:
         regraph_if_older(synthetic_dir / "index")
     return synthetic_dir / "index"
+
+
+def synthetic_build(index_dir: Path) -> dict[str, Any] | None:
+    """The build report of the synthetic index `index_dir` (`synthetic_index`'s), None when it has none
+    (built before the report was kept beside it): a report of another build of that size is not its."""
+    path = index_dir.parent / BUILD_REPORT
+    return json.loads(path.read_text("utf-8")) if path.is_file() else None
 
 
 def _queries_and_indexes(

@@ -15,6 +15,7 @@ from hybridrag.cli.bench import (
     SyntheticOpt,
     _queries_and_indexes,
     bench_app,
+    synthetic_build,
     synthetic_index,
 )
 from hybridrag.cli.commands import ModelOpt, offline
@@ -247,12 +248,7 @@ def bench_scale(
 
     def index_for(n: int) -> tuple[Path, dict[str, Any] | None]:
         index_dir = synthetic_index(data.name, base, n, embedding_model, target)
-        # The build report is written beside the results when the index is built (a cached one: the last).
-        for folder in (target.parent, RESULTS):
-            report = folder / f"build-synthetic-{n}.json"
-            if report.is_file():
-                return index_dir, json.loads(report.read_text("utf-8"))
-        return index_dir, None
+        return index_dir, synthetic_build(index_dir)
 
     report = run_scale(sizes, index_for, queries, embedding_model, searches)
     markdown = to_markdown(report)

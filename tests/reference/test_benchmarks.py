@@ -335,6 +335,19 @@ def test_a_cached_synthetic_index_with_older_graph_arrays_is_regraphed(tmp_path:
     assert newer.version != version.version and GraphArrays.present(newer.path / "graph" / FOLDER)
 
 
+def test_a_cached_synthetic_index_reports_its_own_build_only(tmp_path: Path) -> None:
+    """`bench scale` shows a cached synthetic index's build seconds from the report kept beside it, never
+    from a results file of another build of that size (a cache built before it kept one: none)."""
+    from hybridrag.cli.bench import BUILD_REPORT, synthetic_build
+
+    index_dir = tmp_path / "synthetic-x-minilm-1000" / "index"
+    index_dir.mkdir(parents=True)
+    (tmp_path / "build-synthetic-1000.json").write_text(json.dumps({"wallSeconds": 2963.9}), "utf-8")
+    assert synthetic_build(index_dir) is None
+    (index_dir.parent / BUILD_REPORT).write_text(json.dumps({"wallSeconds": 10.5}), "utf-8")
+    assert synthetic_build(index_dir) == {"wallSeconds": 10.5}
+
+
 def test_graph_cost_benchmark(sample_index: Path) -> None:
     from hybridrag.benchmarks.graph_cost import run_graph_cost, to_markdown
 
