@@ -441,9 +441,14 @@ class GraphArrays:
     def community(self, row: int) -> Community:
         return Community(**self.communities.slice(row, 1).to_pylist()[0])
 
-    def entity_head(self, row: int, keep: Mapping[str, Collection[str]] | None = None) -> dict[str, Any]:
+    def entity_head(
+        self,
+        row: int,
+        keep: Mapping[str, Collection[str]] | None = None,
+        kept: Mapping[str, np.ndarray] | None = None,
+    ) -> dict[str, Any]:
         """An entity's row as a result shows it (`_row_head`)."""
-        return _row_head(self.entities, row, keep)
+        return _row_head(self.entities, row, keep, kept=kept)
 
     def community_head(self, row: int, keep: Mapping[str, Collection[str]] | None = None) -> dict[str, Any]:
         """A community's row as a result shows it (`_row_head`)."""
@@ -580,13 +585,18 @@ def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
 
 
 def _row_head(
-    table: pa.Table, row: int, keep: Mapping[str, Collection[str]] | None = None, head: int | None = LIST_HEAD
+    table: pa.Table,
+    row: int,
+    keep: Mapping[str, Collection[str]] | None = None,
+    head: int | None = LIST_HEAD,
+    kept: Mapping[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """One row of `table` with each list column cut to its first `head` values (None: all of them) and its
     length as `<column>_count`; a list column named in `keep` holds only the values in that set (a result
-    under a file filter shows the files that passed it). The lists stay in Arrow until they are cut: a
-    community of a million-chunk corpus lists hundreds of thousands of chunks, and its row read whole into
-    Python took ~0.1 s, once for the retriever and once for the result."""
+    under a file filter shows the files that passed it), one named in `kept` only the values its boolean
+    array (one per value, in order) marks. The lists stay in Arrow until they are cut: a community of a
+    million-chunk corpus lists hundreds of thousands of chunks, and its row read whole into Python took
+    ~0.1 s, once for the retriever and once for the result."""
     one = table.slice(row, 1)
     out: dict[str, Any] = {}
     for name, column in zip(one.column_names, one.columns, strict=True):
@@ -597,6 +607,11 @@ def _row_head(
         wanted = (keep or {}).get(name)
         if wanted is not None:
             values = values.filter(pc.is_in(values, value_set=pa.array(list(wanted), pa.string())))
+        marked = (kept or {}).get(name)
+        if marked is not None:
+            if len(marked) != len(values):
+                raise ValueError(f"{len(marked)} marks for the {len(values)} values of {name}")
+            values = values.filter(pa.array(marked, pa.bool_()))
         out[f"{name}_count"] = len(values)
         out[name] = (values if head is None else values.slice(0, head)).to_pylist()
     return out

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.feather as feather
 
 from hybridrag.indexing.stores import lance_rows
+from hybridrag.indexing.stores.filters import ChunkFilters
 from hybridrag.indexing.stores.keys import KeyIndex, write_npy
 from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.memory_maps import Mappings
@@ -120,6 +121,10 @@ class ServingVectors:
 
     def chunk_ids(self, rows: np.ndarray) -> list[str]:
         return [str(i) for i in take_pylist(self.columns.column("chunk_id"), rows)]
+
+    def filter_mask(self, filters: ChunkFilters) -> np.ndarray:
+        """Which rows (of every part, in order) pass `filters`."""
+        return np.concatenate([part.filter_mask(filters) for part in self.parts])
 
     def search(
         self, unit: np.ndarray, limit: int, mask: np.ndarray | None = None

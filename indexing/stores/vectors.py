@@ -302,7 +302,7 @@ class VectorIndex:
             q = self._quantized
             norm = float(np.linalg.norm(query))
             unit = query / norm if norm > 0 else query
-            mask = filter_mask(q.columns, filters) if filters is not None and filters.active else None
+            mask = q.filter_mask(filters) if filters is not None and filters.active else None
             rows, sims, eligible = q.search(unit, limit, mask)
             pairs = zip(q.chunk_ids(rows), sims.tolist(), strict=True)
             return [VectorHit(chunk_id, float(v)) for chunk_id, v in pairs], eligible

@@ -46,6 +46,8 @@ class LoadedIndex:
     vectors: VectorIndex | None = None
     graph: GraphIndex | None = None
     graph_retriever: GraphRetriever | None = None
+    # The chunk table's filter columns in its row order (with a graph: what its retriever's are taken from).
+    chunk_columns: ChunkColumns | None = None
 
     @property
     def graph_delta(self) -> GraphDelta | None:
@@ -143,7 +145,7 @@ def load_index(
         except (OSError, ValueError, KeyError) as exc:
             raise versions.IndexUnavailable(f"graph of {version.path} is damaged: {exc}") from exc
         seeders: dict[str, Retriever] = {n: retrievers[n] for n in ("semantic", "keyword") if n in retrievers}
-        columns = _chunk_columns(chunks, documents)
+        columns = table_columns = _chunk_columns(chunks, documents)
         delta = None
         if graph.table_rows is not None:
             # A graph left behind by writes: its chunk nodes in its own order (a deleted chunk's row is
@@ -157,6 +159,7 @@ def load_index(
         graph_retriever = GraphRetriever(graph, columns, analyzer, seeders, delta)
         retrievers["graph"] = graph_retriever
     else:
+        table_columns = None
         unavailable["graph"] = "the index was built without a knowledge graph"
     return LoadedIndex(
         version,
@@ -170,6 +173,7 @@ def load_index(
         vectors=vectors,
         graph=graph,
         graph_retriever=graph_retriever,
+        chunk_columns=table_columns,
     )
 
 

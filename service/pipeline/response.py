@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
-import pyarrow as pa
-import pyarrow.compute as pc
+import numpy as np
 
 from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.graph_index import GraphIndex
@@ -134,17 +133,16 @@ def graph_path(index: LoadedIndex, rows: PageRows, trace: Any, item_id: str) -> 
     return path
 
 
-def _chunks_in_files(index: LoadedIndex, graph: GraphIndex, entity: int, files: Sequence[str]) -> list[str]:
-    """The chunks that mention the entity, that the index holds and that come from one of `files`, in the
-    entity's order: their rows from the graph's dictionary codes (`GraphIndex.entity_table_rows`), their
-    files read in one batch (a hub entity lists tens of thousands)."""
+def _chunks_in_files(index: LoadedIndex, graph: GraphIndex, entity: int, files: Sequence[str]) -> np.ndarray:
+    """Which of the entity's chunks (in its row's order) the index holds and come from one of `files`: their
+    table rows from the graph's dictionary codes (`GraphIndex.entity_table_rows`), their files from the
+    table's encoded file column (a hub entity lists tens of thousands; reading their file ids as strings
+    took ~2.5 ms a result at 1M)."""
     rows = graph.entity_table_rows(entity)
-    held = rows[rows >= 0]
-    chunk_files = index.chunks.column("file_id").take(pa.array(held))
-    passing = pc.is_in(chunk_files, value_set=pa.array(list(files), pa.string())).to_numpy(
-        zero_copy_only=False
-    )
-    return [str(c) for c in index.chunks.column("chunk_id").take(pa.array(held[passing])).to_pylist()]
+    columns = index.chunk_columns
+    if columns is None:  # a graph always comes with the table's columns (`loaded_index`)
+        raise RuntimeError("the loaded index has a graph but no chunk columns")
+    return columns.in_files(rows, files)
 
 
 def graph_item(
@@ -167,13 +165,11 @@ def graph_item(
     allowed = request.filters.file_ids
     row = graph.arrays.entity_row(fused.id)
     if row is not None:
-        keep = None
+        keep = kept = None
         if allowed is not None:
-            keep = {
-                "file_ids": allowed,
-                "chunk_ids": _chunks_in_files(index, graph, row, allowed),
-            }
-        e = graph.arrays.entity_head(row, keep)
+            keep = {"file_ids": allowed}
+            kept = {"chunk_ids": _chunks_in_files(index, graph, row, allowed)}
+        e = graph.arrays.entity_head(row, keep, kept)
         relation_ids = graph.arrays.relation_ids(graph.arrays.relations_of(row)[:10])
         content = SearchResultContent(
             text=f"{e['name']} ({e['type']}): {e['description']}",

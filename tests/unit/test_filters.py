@@ -66,10 +66,19 @@ def test_sql_and_precomputed_columns_agree_with_the_predicate(tmp_path: Path) ->
     columns = ChunkColumns.from_arrow(
         table.column("file_id"), table.column("entity_types"), table.column("date")
     )
+    # The same columns read in several chunks (a mapped table's record batches) encode the same.
+    chunked = pa.Table.from_batches(table.to_batches(max_chunksize=37))
+    in_chunks = ChunkColumns.from_arrow(
+        chunked.column("file_id"), chunked.column("entity_types"), chunked.column("date")
+    )
     row = {f"c{i}": i for i in range(N)}
 
     def rows(ids: list[str]) -> np.ndarray:
         return np.array([row.get(i, -1) for i in ids], dtype=np.int64)
+
+    def reversed_rows(ids: list[str]) -> np.ndarray:
+        found = rows(ids)
+        return np.where(found >= 0, N - 1 - found, -1)
 
     rng = random.Random(11)
     checked = 0
@@ -77,6 +86,10 @@ def test_sql_and_precomputed_columns_agree_with_the_predicate(tmp_path: Path) ->
         filters = _random_filters(rng)
         expected = filter_mask(table, filters)
         assert columns.mask(filters, rows).tolist() == expected.tolist(), filters
+        assert in_chunks.mask(filters, rows).tolist() == expected.tolist(), filters
+        assert columns.take(np.arange(N)[::-1]).mask(filters, reversed_rows).tolist() == (
+            expected[::-1].tolist()
+        )
         where = filter_sql(filters)
         query = lance.search().select(["chunk_id"]).limit(N + 1)
         if where is not None:

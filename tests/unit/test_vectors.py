@@ -343,6 +343,43 @@ def test_refine_codes_rank_the_inverted_files_candidates_so_only_the_best_are_re
     assert quantized.QuantizedVectors.open(folder, dim).refine is None
 
 
+def test_the_served_filter_masks_agree_with_the_predicate(tmp_path: Path) -> None:
+    """The vector store's masks come from its columns encoded once (file codes, a boolean array a type):
+    on random filters they are `filter_mask`'s, for the base alone and for a base with a write's segment
+    and a tombstone."""
+    import random
+
+    from test_filters import _columns, _random_filters
+
+    from hybridrag.indexing.stores.filters import filter_mask
+    from hybridrag.indexing.stores.vector_segments import ServingVectors
+
+    table = _columns()
+    n, dim = table.num_rows, 16
+    data = _clustered(n, dim)
+    rows = {name: table.column(name).to_pylist() for name in ("chunk_id", "file_id", "date", "entity_types")}
+    rows["doc_id"] = rows["chunk_id"]
+    cut = n - 40
+    writer = vec.VectorIndexWriter(tmp_path / "v", dim, create=True)
+    writer.add({k: v[:cut] for k, v in rows.items()}, data[:cut])
+    writer.finish()
+    base = ServingVectors.open(tmp_path / "v", dim)
+    assert isinstance(base, quantized.QuantizedVectors)
+    writer = vec.VectorIndexWriter(tmp_path / "v", dim, create=False)
+    writer.add({k: v[cut:] for k, v in rows.items()}, data[cut:])
+    writer.delete_documents([rows["doc_id"][3]], [rows["chunk_id"][3]])
+    writer.finish(segment="20261202T000000000000-abcdef")
+    parts = ServingVectors.open(tmp_path / "v", dim)
+    assert isinstance(parts, ServingVectors) and len(parts.parts) == 2
+    rng = random.Random(5)
+    for _ in range(150):
+        filters = _random_filters(rng)
+        for store in (base, parts):
+            assert store.filter_mask(filters).tolist() == filter_mask(store.columns, filters).tolist(), (
+                filters
+            )
+
+
 def test_an_inverted_file_probes_more_lists_under_a_selective_filter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
