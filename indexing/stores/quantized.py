@@ -43,10 +43,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from hybridrag.indexing.stores import lance_rows
-from hybridrag.indexing.stores.filters import ChunkColumns, ChunkFilters
+from hybridrag.indexing.stores.filters import ChunkColumns, ChunkFilters, filter_mask
 from hybridrag.indexing.stores.keys import KeyIndex
 from hybridrag.indexing.stores.mapped import take_pylist
 from hybridrag.indexing.stores.memory_maps import Mappings
@@ -440,8 +439,8 @@ class QuantizedVectors:
         return columns.mask(filters, self._rows_of)
 
     def _rows_of(self, chunk_ids: list[str]) -> np.ndarray:
-        listed = pc.is_in(self.columns.column("chunk_id"), value_set=pa.array(chunk_ids, pa.string()))
-        return np.flatnonzero(np.asarray(listed.to_numpy(zero_copy_only=False), dtype=bool))
+        """The rows of `chunk_ids`, by the predicate itself (`filters.filter_mask`)."""
+        return np.flatnonzero(filter_mask(self.columns, ChunkFilters(chunk_ids=chunk_ids)))
 
     def search(
         self, unit: np.ndarray, limit: int, mask: np.ndarray | None = None
