@@ -76,7 +76,7 @@ def _passage_flops(model: str, passages: list[str]) -> tuple[float, float, dict[
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_padding()  # some tokenizer.json files pad to a fixed length
     tokenizer.enable_truncation(_max_length(folder))
-    counts = [len(e.ids) for e in tokenizer.encode_batch([spec.passage_prefix + p for p in passages])]
+    counts = [len(e.ids) for e in tokenizer.encode_batch([spec.passage_input(p) for p in passages])]
     return statistics.mean(counts), sum(model_flops(config, n) for n in counts), config
 
 

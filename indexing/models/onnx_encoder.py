@@ -310,7 +310,7 @@ class OnnxEmbedder:
         return np.asarray(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run([self._spec.passage_prefix + t for t in texts])
+        return self._run([self._spec.passage_input(t) for t in texts])
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run([self._spec.query_prefix + t for t in texts])
+        return self._run([self._spec.query_input(t) for t in texts])

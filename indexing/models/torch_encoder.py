@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -46,8 +46,10 @@ class SentenceTransformerEmbedder:
         # oversubscribes 2 cores; a lock keeps encode calls one at a time.
         self._lock = threading.Lock()
 
-    def _encode(self, texts: Sequence[str], prefix: str, show_progress: bool = False) -> np.ndarray:
-        items = [prefix + t for t in texts]
+    def _encode(
+        self, texts: Sequence[str], model_input: Callable[[str], str], show_progress: bool = False
+    ) -> np.ndarray:
+        items = [model_input(t) for t in texts]
         with self._lock:
             vectors = self._model.encode(
                 items,
@@ -59,7 +61,7 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32).reshape(len(items), self.dim)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, self._spec.passage_prefix)
+        return self._encode(texts, self._spec.passage_input)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, self._spec.query_prefix)
+        return self._encode(texts, self._spec.query_input)

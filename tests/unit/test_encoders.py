@@ -276,3 +276,48 @@ def test_the_device_is_resolved_and_cuda_runs_the_torch_model(monkeypatch: pytes
     assert (on_cpu["device"], on_cpu["encoder"]) == ("cpu", "auto")
     with pytest.raises(ValueError, match="device"):
         RayPassages(device="gpu")
+
+
+def test_text_in_capitals_is_read_in_lower_case_and_other_text_as_written() -> None:
+    from hybridrag.indexing.models.registry import encoder_casing
+
+    capitals = "PATIENTS RECEIVED 5 mg/kg OF THE DRUG DAILY FOR TWELVE WEEKS."
+    assert encoder_casing(capitals) == capitals.lower()  # a stray unit in lower case does not stop it
+    assert (
+        encoder_casing("THE EFFECT OF VITAMIN D ON BONE DENSITY") == "the effect of vitamin d on bone density"
+    )
+    for kept in (
+        "The IL-6 and TNF-alpha levels in COPD patients rose after ACE inhibitors.",  # acronyms in normal text
+        "The Effect Of Vitamin D On Bone Density In Adults",  # title case
+        "lower case text is read as it is",
+        "WHO",  # a short query keeps its capitals: "who" is another word
+        "NASA CEO SPEAKS",
+        # Japanese with acronyms in capitals (21 ASCII letters, all capitals, a minority of the text).
+        "NHKとJRとNTTとJALとANAとKDDIとIBMは日本でよく知られている組織の略称で、ニュースで毎日見かける。",
+        "",
+    ):
+        assert encoder_casing(kept) == kept, kept
+    spec = MODEL_REGISTRY["e5-multilingual"]
+    assert spec.passage_input(capitals) == "passage: " + capitals.lower()
+    assert spec.query_input("HOW DOES VITAMIN D AFFECT BONES?") == "query: how does vitamin d affect bones?"
+    assert spec.query_input("Who founded Sony?") == "query: Who founded Sony?"
+
+
+@pytest.mark.slow
+def test_both_e5_encoders_read_capitals_as_lower_case() -> None:
+    """e5 is cased (a sentence's vector moves with its capitals), and text in capitals reaches it folded:
+    the same vector as the text in lower case, from torch and from the int8 export alike."""
+    from hybridrag.indexing.models.onnx_encoder import OnnxEmbedder, onnx_dir
+
+    try:
+        encoders: list[Any] = [load_embedder("e5-multilingual")]
+    except ModelUnavailable as exc:
+        pytest.skip(f"e5-multilingual not installed: {exc}")
+    if (onnx_dir("e5-multilingual") / "model.onnx").is_file():
+        encoders.append(OnnxEmbedder(MODEL_REGISTRY["e5-multilingual"]))
+    text = "Vitamin D supplementation increases bone mineral density in older adults."
+    for encoder in encoders:
+        for encode in (encoder.embed_passages, encoder.embed_queries):
+            upper, lower, written = encode([text.upper(), text.lower(), text])
+            assert np.array_equal(upper, lower), encoder
+            assert float(written @ lower) < 0.9999, encoder  # mixed case is read as written
