@@ -76,9 +76,11 @@ def heaviest_first(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
     """The same matrix with each row's entries ordered by weight, heaviest first (ties by column): the walk
     pushes along a prefix of each row (`pipeline.graph_walk`)."""
     m = sparse.csr_matrix(matrix)
+    # Canonical after this: each row's entries in column order, which the stable sort below keeps among
+    # equal weights (a third key for the column sorted 52M entries at 1M chunks in 19 s, this in 11 s).
     m.sum_duplicates()
     rows = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
-    order = np.lexsort((m.indices, -m.data, rows))
+    order = np.lexsort((-m.data, rows))
     out = sparse.csr_matrix((m.data[order], m.indices[order], m.indptr.copy()), shape=m.shape)
     out.has_sorted_indices = False  # ordered by weight, not by column: scipy must not "sort" them
     return out

@@ -1254,3 +1254,28 @@ def test_derived_mention_edges_and_relation_lists_match_references_by_id() -> No
     for lists in (column, encoded):
         lengths, rows = list_rows(lists, order)
         assert lengths.tolist() == [3, 0, 0, 1] and rows.tolist() == [3, -1, 3, 0]
+
+
+def test_heaviest_first_orders_each_rows_summed_entries_by_weight_then_column() -> None:
+    """Rows given with their columns out of order and repeated (as a product or a sum of edges leaves
+    them), weights tied or not: each row holds its summed entries, heaviest first, ties by column."""
+    from scipy import sparse
+
+    from hybridrag.indexing.stores.graph_weights import heaviest_first
+
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        n = int(rng.integers(1, 60))
+        indptr = np.concatenate([[0], np.cumsum(rng.integers(0, 12, n))])
+        indices = rng.integers(0, n, int(indptr[-1]))
+        # Few distinct weights on even trials: many ties, some made by summing repeated entries.
+        data = rng.choice([0.25, 0.5, 1.0], indptr[-1]) if trial % 2 == 0 else rng.random(indptr[-1])
+        given = sparse.csr_matrix((data, indices, indptr), shape=(n, n))
+        for m in (given, sparse.diags(rng.random(n) + 0.5) @ given):
+            summed = m.toarray()
+            out = heaviest_first(m)
+            for u in range(n):
+                cols = out.indices[out.indptr[u] : out.indptr[u + 1]].tolist()
+                weights = out.data[out.indptr[u] : out.indptr[u + 1]].tolist()
+                want = sorted(((-w, c) for c, w in enumerate(summed[u]) if w != 0))
+                assert [(-w, c) for w, c in zip(weights, cols, strict=True)] == want, (trial, u)
