@@ -376,8 +376,9 @@ class QuantizedVectors:
     keys: KeyIndex
     refine: np.ndarray | None = None  # REFINE, memory-mapped: rows x dim uint8; None where there is none
     refine_width: np.ndarray | None = None  # each dimension's width in REFINE_RANGE (float32)
-    _filter_columns: ChunkColumns | None = None  # the filter columns encoded, on the first filtered search
-    _encoding: threading.Lock = field(default_factory=threading.Lock)
+    # The filter columns encoded on the first filtered search: a cache of `columns`, never a constructor's.
+    _filter_columns: ChunkColumns | None = field(default=None, init=False, repr=False, compare=False)
+    _encoding: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     @classmethod
     def open(
