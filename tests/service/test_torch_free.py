@@ -234,3 +234,48 @@ def test_english_names_are_typed_as_in_the_full_environment(torch_free: Path) ->
     alone = EntityExtractor(Analyzer(), english_tagger=False).extract_many(texts[: len(texts) // 3])
     assert [[m.type for m in ms] for ms in alone] != [[m[2] for m in ms] for ms in ours[: len(texts) // 3]]
     assert theirs["found"] == ours
+
+
+def _japanese_sentences() -> list[str]:
+    """The Japanese named-entity file's held-back sentences (from number 2,001), where ../shared has them;
+    else a few."""
+    path = shared_path("data", "ner", "ja-stockmark-dev.jsonl")
+    if path.is_file():
+        lines = path.read_text("utf-8").splitlines()[2000:2150]
+        return [json.loads(line)["text"] for line in lines if line.strip()]
+    return [
+        "豊田佐吉は1926年に愛知県刈谷町で豊田自動織機製作所を設立した。",
+        "ソニーの井深大と盛田昭夫は東京通信工業を創業した。",
+        "王子製紙釧路工場で働いた。",
+    ]
+
+
+def test_japanese_names_are_typed_as_in_the_full_environment(torch_free: Path) -> None:
+    """The torch-free environment runs the Japanese piece tagger's ONNX export beside the CRF and finds and
+    types Japanese names exactly as the full environment does with the same export: same extraction
+    version (the piece tagger's digest in it), same names, types and places."""
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor
+    from hybridrag.indexing.analysis.ja_tagger import JapaneseTagger
+    from hybridrag.indexing.analysis.name_tagger import JA_FOLDER, NameTagger, export_matches
+
+    texts = _japanese_sentences()
+    done = subprocess.run(
+        [str(torch_free / "bin" / "python"), "-c", _EXTRACT],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout)
+    exported = MODELS / "onnx" / "ja-name-tagger"
+    assert export_matches(exported, JA_FOLDER), "run `hybridrag models install e5-multilingual`"
+    reader = NameTagger(JA_FOLDER, onnx=exported)
+    full = EntityExtractor(Analyzer(), japanese=JapaneseTagger(reader=reader))
+    ours = [[[m.key, m.surface, m.type, m.sentence_start] for m in ms] for ms in full.extract_many(texts)]
+    assert theirs["version"] == full.version and f"-{reader.version}" in theirs["version"]
+    assert f"rules-{RULES_REVISION}" in theirs["version"]
+    assert sum(1 for ms in ours if ms) >= len(texts) // 2  # names were found
+    assert theirs["found"] == ours

@@ -67,3 +67,32 @@ def test_the_e5_probe_decodes_only_valid_bio() -> None:
     assert names(tags, starts, ends, text) == [("Ann Lee", "person")]
     place = [index["B-place"], index["I-place"], index["B-other"], index["I-person"]]
     assert names(place, starts, ends, text) == [("Ann Lee", "place"), ("ran", "other")]
+
+
+def test_best_bio_follows_the_scores_where_bio_allows_and_mends_where_it_does_not() -> None:
+    import numpy as np
+    import pytest
+
+    from hybridrag.indexing.analysis.bio import best_bio
+
+    labels = ("O", "B-person", "I-person", "B-place", "I-place")
+    at = {label: i for i, label in enumerate(labels)}
+
+    def scores(*rows: dict[str, float]) -> np.ndarray:
+        out = np.full((len(rows), len(labels)), np.log(1e-3))
+        for i, row in enumerate(rows):
+            for label, p in row.items():
+                out[i, at[label]] = np.log(p)
+        return out
+
+    # Allowed as it stands: the argmax of each position.
+    ok = scores({"B-person": 0.9}, {"I-person": 0.8}, {"O": 0.9}, {"B-place": 0.7})
+    assert best_bio(ok, labels) == ["B-person", "I-person", "O", "B-place"]
+    # I- first, and I-place after I-person: each read as the best path BIO allows, not as a stray name.
+    bad = scores({"I-person": 0.6, "B-person": 0.4}, {"I-place": 0.5, "I-person": 0.45}, {"O": 0.9})
+    assert best_bio(bad, labels) == ["B-person", "I-person", "O"]
+    assert best_bio(np.zeros((0, len(labels))), labels) == []
+    # Equal scores: the earlier label, every time.
+    assert best_bio(np.zeros((2, len(labels))), labels) == ["O", "O"]
+    with pytest.raises(ValueError, match="columns"):
+        best_bio(np.zeros((2, 3)), labels)
