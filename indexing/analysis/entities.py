@@ -40,7 +40,7 @@ from hybridrag.indexing.analysis.span_typer import (
     packaged_typer,
     span_features,
 )
-from hybridrag.indexing.analysis.text import has_japanese, split_sentences
+from hybridrag.indexing.analysis.text import has_japanese, reads_as_japanese, split_sentences
 
 _ORG_SUFFIX_EN = frozenset(
     (
@@ -267,7 +267,7 @@ class EntityExtractor:
             sentences = []
             for start, end in split_sentences(text):
                 sentence = text[start:end]
-                how = "japanese" if has_japanese(sentence) else "cased"
+                how = "japanese" if reads_as_japanese(sentence) else "cased"
                 if how == "japanese":
                     japanese.append(sentence)
                 if how == "cased":
@@ -349,6 +349,7 @@ class EntityExtractor:
     def _title(self, title: str, pieces: Pieces | None) -> list[Mention]:
         if not title.strip():
             return []
+        # A title is a name or a noun phrase: any Japanese in it ("LED照明") is read as Japanese.
         if has_japanese(title):
             mentions = self._japanese_mentions(title, -1, -1, pieces)
             if not mentions and len(title) <= 20:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hybridrag.indexing.analysis.entities import Mention, casing_informative, normalize_name
-from hybridrag.indexing.analysis.text import has_japanese, split_sentences
+from hybridrag.indexing.analysis.text import reads_as_japanese, split_sentences
 
 _TEXT_WORDS = re.compile(r"[\w\-’'.]+")
 _IDENTIFIER = re.compile(r"^(?=.*[a-z])(?=.*(?:\d|[a-z]-[a-z0-9]))[a-z0-9][a-z0-9\-]*[a-z0-9]$")
@@ -55,7 +55,7 @@ def sentence_words(text: str) -> Iterator[SentenceWords]:
             if "'s" in sentence or "'S" in sentence:
                 keys = [_possessive(k) for k in keys]
         else:
-            if has_japanese(sentence):
+            if reads_as_japanese(sentence):
                 continue  # Japanese names come from its morphemes (entities.py)
             words = [w for w in (w.strip(".'’") for w in _TEXT_WORDS.findall(sentence)) if w]
             # The sentence folded once, not word by word (the same folding as `normalize_name`).

@@ -12,6 +12,7 @@ _JA_RANGES = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f\u3005\u30fc"
 _JA_CHAR = re.compile(f"[{_JA_RANGES}]")
 _NOT_JA_CHAR = re.compile(f"[^{_JA_RANGES}]+")
 _NOT_LETTER = re.compile(r"[\W\d_]+")
+_HIRAGANA = re.compile(r"[\u3040-\u309f]")
 
 # A sentence ends after Japanese full stops / marks (no space needed), after Western terminal punctuation
 # followed by whitespace, or at a blank line / line break.
@@ -41,6 +42,23 @@ def detect_language(text: str) -> str:
 
 def has_japanese(text: str) -> bool:
     return _JA_CHAR.search(text) is not None
+
+
+def reads_as_japanese(sentence: str) -> bool:
+    """Whether a sentence is Japanese for entity extraction (Sudachi's morphemes and the Japanese taggers
+    find its names): it has hiragana (Japanese grammar's particles and endings), or it starts in Japanese
+    script, or that script is at least half its letters (a title, a noun phrase: "アルキメデス(Archimedes、
+    希:Ἀρχιμήδης、紀元前287年"). An English sentence quoting a Japanese or Chinese name ("Wangliang (魍魎
+    or 罔两) is ...", "Super Speed Racing (スーパースピードレーシング) in Japan") is English: read as
+    Japanese, it became one sentence-long name."""
+    if _JA_CHAR.search(sentence) is None:
+        return False
+    if _HIRAGANA.search(sentence) is not None:
+        return True
+    letters = _NOT_LETTER.sub("", sentence)
+    return bool(letters) and (
+        _JA_CHAR.match(letters) is not None or 2 * len(_NOT_JA_CHAR.sub("", sentence)) >= len(letters)
+    )
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:

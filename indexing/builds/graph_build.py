@@ -35,7 +35,7 @@ from hybridrag.indexing.analysis.phrases import (
     SentenceWords,
     sentence_words,
 )
-from hybridrag.indexing.analysis.text import content_hash, has_japanese
+from hybridrag.indexing.analysis.text import content_hash, has_japanese, reads_as_japanese
 from hybridrag.indexing.builds.shards import Shards, shard_workers
 from hybridrag.indexing.stores.graph import ChunkMentions, Community, Entity, GraphData, Relation, Synonym
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
@@ -273,7 +273,7 @@ def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
 
 
 def _cased_or_japanese(sentence: str) -> bool:
-    return casing_informative(sentence) or has_japanese(sentence)
+    return casing_informative(sentence) or reads_as_japanese(sentence)
 
 
 def delta_links(arrays: GraphArrays, chunks: Sequence[ChunkMentions], analyzer: Analyzer) -> pa.Table:

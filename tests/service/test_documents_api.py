@@ -280,9 +280,11 @@ def test_kill_9_mid_batch_loses_no_task(tmp_path: Path, sample_index: Path) -> N
     try:
         finals = [_wait(url, {"taskId": t}, timeout=300) for t in task_ids]
         assert all(t["status"] == "succeeded" for t in finals), [t["status"] for t in finals]
-        current = json.loads((index / "current" / "manifest.json").read_text())
+        before = json.loads((index / "current" / "manifest.json").read_text())["version"]
         listed = httpx.get(f"{url}/v1/documents", params={"limit": 1000}).json()
-        assert listed["total"] == 12 + 6 * 30 and listed["indexVersion"] == current["version"]
+        # The graph's merge of the writes may publish a version between the two reads (CI saw it once).
+        after = json.loads((index / "current" / "manifest.json").read_text())["version"]
+        assert listed["total"] == 12 + 6 * 30 and listed["indexVersion"] in {before, after}
         hits = _search_plain(url, "Kill test note 5 29")
         assert hits
     finally:

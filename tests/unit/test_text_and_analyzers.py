@@ -156,3 +156,38 @@ def test_sentence_ends_found_full_stop_first_match_the_reference_pattern(text: s
         start = match.end()
     _append_trimmed(text, start, len(text), spans)
     assert split_sentences(text) == spans
+
+
+def test_a_sentence_reads_as_japanese_by_its_grammar_or_its_share_of_japanese_script() -> None:
+    from hybridrag.indexing.analysis.text import reads_as_japanese
+
+    # Hiragana (particles, endings) make a sentence Japanese, however many Latin names it holds.
+    assert reads_as_japanese("さらに、RodgersInstruments、Soloflex、PizzaSchmizza、ParrLumberの本社がある。")
+    assert reads_as_japanese("東京大学の山田太郎教授は研究を始めた。")
+    assert reads_as_japanese("東京証券取引所")  # all Japanese script, no hiragana
+    # An English sentence quoting a Japanese or Chinese name is English.
+    assert not reads_as_japanese(
+        "Wangliang (魍魎 or 罔两) is the name of a malevolent spirit in Chinese mythology."
+    )
+    assert not reads_as_japanese(
+        "Flag to Flag, known as Super Speed Racing (スーパースピードレーシング ) in Japan."
+    )
+    assert not reads_as_japanese("Marie Curie discovered radium in Paris.")
+    assert not reads_as_japanese("")
+
+
+def test_an_english_sentence_quoting_a_chinese_name_gets_its_english_names() -> None:
+    """Read as Japanese, such a sentence became one sentence-long name (HotpotQA has 22, WikiNEuRal dev 2)."""
+    from hybridrag.indexing.analysis.entities import EntityExtractor
+
+    extractor = EntityExtractor(Analyzer())
+    sentence = (
+        "Written by Liu Chia-chang ( 劉家昌 ) in the 1970s, it tells of a girl's memories of a loved one."
+    )
+    names = [m.surface for m in extractor.extract(sentence)]
+    assert "Liu Chia-chang" in names and all(len(n) < 30 for n in names)
+    japanese = [
+        m.surface
+        for m in extractor.extract("トヨタ自動車の豊田章男社長がToyota Motor North Americaを訪れた。")
+    ]
+    assert "トヨタ自動車" in japanese and "豊田章男" in japanese
