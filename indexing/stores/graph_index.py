@@ -21,7 +21,7 @@ from scipy import sparse
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.analysis.entities import normalize_name
-from hybridrag.indexing.analysis.text import has_japanese
+from hybridrag.indexing.analysis.text import reads_as_japanese
 from hybridrag.indexing.stores.csr import row_lengths
 from hybridrag.indexing.stores.graph import Community, Entity, GraphData
 from hybridrag.indexing.stores.graph_arrays import FOLDER as ARRAYS
@@ -407,9 +407,10 @@ class GraphIndex:
 
 def name_forms_in(text: str, analyzer: Analyzer) -> list[str]:
     """Every word n-gram (up to `MAX_NGRAM`; morpheme runs in Japanese) of `text` as a normalised name form,
-    each once, in order of appearance; single stopwords and one-letter words left out."""
+    each once, in order of appearance; single stopwords and one-letter words left out. A query is split
+    as passages are read (`reads_as_japanese`): an English question quoting a Chinese name keeps its words."""
     text = unicodedata.normalize("NFKC", text)
-    if has_japanese(text):
+    if reads_as_japanese(text):
         words = [s for s, _n, _p, _b, _e in analyzer.japanese.morphemes(text)]
         joiner = ""
     else:

@@ -348,3 +348,36 @@ def test_the_piece_taggers_export_reads_as_torch_does(
         assert name_tagger.packaged_japanese_reader() is None
     finally:
         name_tagger.packaged_japanese_reader.cache_clear()
+
+
+def test_the_piece_tagger_fit_labels_every_piece_and_loads(tmp_path: Path) -> None:
+    """`fit_entity_tagger --language ja`: every piece of text labelled (B- where a name starts, I- after),
+    an e5 tagger written with what reads it (language, base model), read by `NameTagger` and the CRF."""
+    from transformers import AutoTokenizer
+
+    from hybridrag.benchmarks.entities import Sentence
+    from hybridrag.benchmarks.fitting.fit_entity_tagger import encode_pieces, fit
+    from hybridrag.indexing.analysis.name_tagger import MISC_LABELS, NameTagger, base_of
+
+    tokenizer = AutoTokenizer.from_pretrained(str(base_of({"baseModel": "e5-multilingual"})))
+    ids, labels = encode_pieces(
+        tokenizer, Sentence("田中太郎は東京都に住む。", ((0, 4, "person"), (5, 8, "place")))
+    )
+    named = [MISC_LABELS[x] for x in labels if x != -100]
+    assert labels[0] == labels[-1] == -100 and len(ids) == len(labels)
+    assert named[0] == "B-PER" and "B-LOC" in named and named.count("B-PER") == 1 and named[-1] == "O"
+    data = tmp_path / "ja.jsonl"
+    data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _TINY * 4), encoding="utf-8")
+    meta = fit(data, tmp_path / "pieces", epochs=1, language="ja")
+    assert meta["language"] == "ja" and meta["baseModel"] == "e5-multilingual" and meta["sentences"] == 12
+    reader = NameTagger(tmp_path / "pieces")
+    probs, offsets = reader.piece_probs(["山田花子はトヨタ自動車に入社した。"])[0]
+    assert probs.shape == (len(offsets), len(reader.labels)) and len(offsets) > 3  # no MISC in this file
+    tagger = JapaneseTagger(reader=reader)
+    assert tagger.version.endswith("-" + reader.version)
+    text = "山田花子はトヨタ自動車に入社した。"
+    morphemes = ANALYZER.japanese.morphemes(text)
+    assert all(
+        kind in ("person", "organization", "place", "other")
+        for _n, kind in tagger.names(text, morphemes, RULES.japanese_rules(text, morphemes))
+    )

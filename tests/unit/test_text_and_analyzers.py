@@ -191,3 +191,16 @@ def test_an_english_sentence_quoting_a_chinese_name_gets_its_english_names() -> 
         for m in extractor.extract("トヨタ自動車の豊田章男社長がToyota Motor North Americaを訪れた。")
     ]
     assert "トヨタ自動車" in japanese and "豊田章男" in japanese
+
+
+def test_a_querys_name_forms_follow_the_same_reading_as_passages() -> None:
+    """An English question quoting a Chinese name keeps its words (the passages' nodes are "huangfu mi"),
+    a Japanese one its morpheme runs."""
+    from hybridrag.indexing.stores.graph_index import name_forms_in
+
+    analyzer = Analyzer()
+    english = name_forms_in("Who wrote the Records of Emperors and Kings (帝王世纪)?", analyzer)
+    # Five words: read as Japanese, their morphemes and spaces made nine, past the n-grams' reach.
+    assert "records of emperors and kings" in english and "帝王世纪" in english
+    japanese = name_forms_in("豊田佐吉はどこで生まれたか", analyzer)
+    assert "豊田佐吉" in japanese and "豊田" in japanese
