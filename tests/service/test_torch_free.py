@@ -177,6 +177,21 @@ print(json.dumps({"version": extractor.version, "found": found}))
 """
 
 
+def _extracted_there(torch_free: Path, texts: list[str]) -> dict[str, Any]:
+    """What the default extractor of the torch-free environment finds in `texts` (`_EXTRACT`), and its version."""
+    done = subprocess.run(
+        [str(torch_free / "bin" / "python"), "-c", _EXTRACT],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 def _dev_sentences() -> list[str]:
     """WikiNEuRal dev's first sentences as written, lower- and upper-cased, where ../shared has them; else a
     few."""
@@ -212,16 +227,7 @@ def test_english_names_are_typed_as_in_the_full_environment(torch_free: Path) ->
     from hybridrag.indexing.analysis.name_tagger import NameTagger, export_matches
 
     texts = _dev_sentences()
-    done = subprocess.run(
-        [str(torch_free / "bin" / "python"), "-c", _EXTRACT],
-        input=json.dumps(texts),
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    theirs = json.loads(done.stdout)
+    theirs = _extracted_there(torch_free, texts)
     assert export_matches(MODELS / "onnx" / "name-tagger"), "run `hybridrag models install e5-multilingual`"
     # The full environment runs the same export (torch is there, but the export is what it runs).
     full = EntityExtractor(Analyzer(), tagger=NameTagger(onnx=MODELS / "onnx" / "name-tagger"))
@@ -260,16 +266,7 @@ def test_japanese_names_are_typed_as_in_the_full_environment(torch_free: Path) -
     from hybridrag.indexing.analysis.name_tagger import JA_FOLDER, NameTagger, export_matches
 
     texts = _japanese_sentences()
-    done = subprocess.run(
-        [str(torch_free / "bin" / "python"), "-c", _EXTRACT],
-        input=json.dumps(texts),
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    theirs = json.loads(done.stdout)
+    theirs = _extracted_there(torch_free, texts)
     exported = MODELS / "onnx" / "ja-name-tagger"
     assert export_matches(exported, JA_FOLDER), "run `hybridrag models install e5-multilingual`"
     reader = NameTagger(JA_FOLDER, onnx=exported)
