@@ -31,13 +31,17 @@ def detect_language(text: str) -> str:
     head = text[:5000]
     if _JA_CHAR.search(head) is None:
         return "en"
-    # Counted by what is left when the rest is removed: a list of every letter as a string of its own
-    # (`findall`) made this 72% of reading a JSON-lines corpus.
-    letters = len(_NOT_LETTER.sub("", head))
-    if letters == 0:  # Japanese punctuation alone (・, ゠)
+    letters, ja = _letters_and_japanese(head)
+    if not letters:  # Japanese punctuation alone (・, ゠)
         return "en"
-    ja = len(_NOT_JA_CHAR.sub("", head))
-    return "ja" if ja / letters >= 0.2 else "en"
+    return "ja" if ja / len(letters) >= 0.2 else "en"
+
+
+def _letters_and_japanese(text: str) -> tuple[str, int]:
+    """`text`'s letters (in order) and how many of its characters are Japanese script. Counted by what is
+    left when the rest is removed: a list of every letter as a string of its own (`findall`) made language
+    detection 72% of reading a JSON-lines corpus."""
+    return _NOT_LETTER.sub("", text), len(_NOT_JA_CHAR.sub("", text))
 
 
 def has_japanese(text: str) -> bool:
@@ -55,10 +59,8 @@ def reads_as_japanese(sentence: str) -> bool:
         return False
     if _HIRAGANA.search(sentence) is not None:
         return True
-    letters = _NOT_LETTER.sub("", sentence)
-    return bool(letters) and (
-        _JA_CHAR.match(letters) is not None or 2 * len(_NOT_JA_CHAR.sub("", sentence)) >= len(letters)
-    )
+    letters, ja = _letters_and_japanese(sentence)
+    return bool(letters) and (_JA_CHAR.match(letters) is not None or 2 * ja >= len(letters))
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
