@@ -30,3 +30,16 @@ def row_positions(indptr: np.ndarray, rows: np.ndarray, most: np.ndarray | None 
     # Each entry's position: its row's start plus its offset within the row.
     firsts = np.cumsum(counts) - counts
     return np.arange(total, dtype=np.int64) + np.repeat(starts - firsts, counts)
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` (sorted, each value once) by a sort and a comparison of neighbours: numpy 2's
+    `unique` hashes first and was ~6x slower on the walk's few thousand node ids a round (its largest cost,
+    benchmarks/README.md, "Ten million")."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]

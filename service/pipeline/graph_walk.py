@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from hybridrag.indexing.stores.csr import row_lengths, row_positions
+from hybridrag.indexing.stores.csr import row_lengths, row_positions, sorted_distinct
 from hybridrag.indexing.stores.graph_delta import GraphDelta
 from hybridrag.indexing.stores.graph_index import GraphIndex
 from hybridrag.indexing.stores.graph_weights import ARTICLE_WEIGHT, TITLE_WEIGHT
@@ -89,10 +89,10 @@ def walk(
             np.add.at(residual, targets, np.repeat(DAMPING * mass, counts) * p_matrix.data[positions])
             fresh = targets[~seen[targets]]
             if len(fresh):
-                fresh = np.unique(fresh)
+                fresh = sorted_distinct(fresh)
                 seen[fresh] = True
                 touched.append(fresh)
-            active = np.unique(targets[residual[targets] > TOLERANCE])
+            active = sorted_distinct(targets[residual[targets] > TOLERANCE])
         nodes = np.sort(np.concatenate(touched))
         mass = estimate[nodes] + (1.0 - DAMPING) * residual[nodes]
     finally:

@@ -1005,6 +1005,20 @@ def test_walk_paths_match_node_by_node_references(
         assert row_lengths(m.indptr, rows).tolist() == [m[int(r)].nnz for r in rows]
 
 
+def test_sorted_distinct_is_numpys_unique() -> None:
+    """The walk's dedupe of node ids gives what `np.unique` gives: sorted, each value once, its dtype kept."""
+    from hybridrag.indexing.stores.csr import sorted_distinct
+
+    rng = np.random.default_rng(0)
+    cases = [np.zeros(0, dtype=np.int64), np.array([7]), np.array([3, 3, 3]), np.array([5, 1, 5, 0, 1])]
+    cases += [rng.integers(0, high, size=size) for high in (2, 50, 10**7) for size in (2, 17, 3000)]
+    cases += [rng.integers(0, 40, size=100).astype(np.int32)]
+    for values in cases:
+        got = sorted_distinct(values)
+        assert got.dtype == values.dtype
+        np.testing.assert_array_equal(got, np.unique(values))
+
+
 def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, client: TestClient) -> None:
     """Entity and community rows as results show them: each list its first `LIST_HEAD` ids of the whole row's
     list, its length beside it, and under a file filter only the ids that passed; the search's community
