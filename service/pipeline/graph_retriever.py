@@ -47,6 +47,21 @@ ENTITY_RESULTS = 3
 COMMUNITY_RESULTS = 3
 
 
+def best_first(scores: np.ndarray, limit: int) -> np.ndarray:
+    """`np.argsort(-scores, kind="stable")[:limit]`: the `limit` best positions, ties in position order,
+    sorting only the candidates at or above the limit-th score (a walk reaches thousands of passages and
+    keeps a page's worth)."""
+    if limit <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if limit >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    negated = -scores
+    cutoff = np.partition(negated, limit - 1)[limit - 1]
+    # Every position tied with the limit-th score, in order: the stable sort then keeps the first ones.
+    candidates = np.flatnonzero(negated <= cutoff)
+    return candidates[np.argsort(negated[candidates], kind="stable")][:limit]
+
+
 @dataclass(slots=True)
 class Seeds:
     """What seeds a query's walk (`GraphRetriever.restart`): the restart over the graph's nodes, notes, and
@@ -283,7 +298,7 @@ class GraphRetriever:
         pending_ids, pending_scores = pending
         scores = np.concatenate([chunk_scores, pending_scores])
         # Best first; ties keep chunk order (a stable sort of ascending positions), the graph's first.
-        order = np.argsort(-scores, kind="stable")[:limit]
+        order = best_first(scores, limit)
         top = float(scores[order[0]]) if len(order) else 0.0
         held = order[order < len(positions)]
         named = dict(zip(held.tolist(), g.chunks.ids_at(positions[held].tolist()), strict=True))
@@ -305,14 +320,19 @@ class GraphRetriever:
         is_entity = nodes < len(g.entities)
         entity_mass, entity_nodes = mass[is_entity], nodes[is_entity]
         best = float(entity_mass.max()) if len(entity_mass) else 0.0
-        ranked = np.argsort(-entity_mass, kind="stable")
-        ranked = ranked[entity_mass[ranked] > 0]
+        # The best few first; all of them only when the filters pass too few of those.
+        ranked = best_first(entity_mass, 8 * ENTITY_RESULTS)
         # Id and type only, a few rows a read (a hub entity's full row lists thousands of chunks).
         heads: list[dict[str, Any]] = []
         hits: list[Candidate] = []
-        for n, i in enumerate(ranked.tolist()):
-            if len(hits) >= ENTITY_RESULTS:
+        n = -1
+        while len(hits) < ENTITY_RESULTS:
+            n += 1
+            if n == len(ranked) < len(entity_mass):
+                ranked = np.argsort(-entity_mass, kind="stable")  # the same order, whole
+            if n == len(ranked) or entity_mass[ranked[n]] <= 0:
                 break
+            i = int(ranked[n])
             if n == len(heads):
                 heads += g.arrays.entity_heads(entity_nodes[ranked[n : n + 2 * ENTITY_RESULTS]])
             head = heads[n]

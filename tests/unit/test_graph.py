@@ -1019,6 +1019,19 @@ def test_sorted_distinct_is_numpys_unique() -> None:
         np.testing.assert_array_equal(got, np.unique(values))
 
 
+def test_best_first_is_a_stable_argsort_cut() -> None:
+    """The graph's top passages and entities come out as a stable sort of every score would give them,
+    ties in position order, whatever the limit."""
+    from hybridrag.pipeline.graph_retriever import best_first
+
+    rng = np.random.default_rng(1)
+    cases = [np.zeros(0), np.array([0.5]), np.ones(9), rng.random(500), rng.integers(0, 4, 300) / 4.0]
+    for scores in cases:
+        for limit in (0, 1, 3, 10, 299, 1000):
+            want = np.argsort(-scores, kind="stable")[:limit]
+            np.testing.assert_array_equal(best_first(scores, limit), want)
+
+
 def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, client: TestClient) -> None:
     """Entity and community rows as results show them: each list its first `LIST_HEAD` ids of the whole row's
     list, its length beside it, and under a file filter only the ids that passed; the search's community
