@@ -44,6 +44,7 @@ PASSAGE_SHARE = 0.8  # of the restart mass on passage seeds when the query also 
 PASSAGE_FLOOR = 0.2  # min-max scaled seed weights are floored so the last seed still counts
 RESTART_KEPT = 0.1  # share of a seed passage's own restart mass left in its score
 ENTITY_RESULTS = 3
+ENTITY_CANDIDATES = 8 * ENTITY_RESULTS  # ordered first; all of them only when filters pass too few
 COMMUNITY_RESULTS = 3
 
 
@@ -321,7 +322,7 @@ class GraphRetriever:
         entity_mass, entity_nodes = mass[is_entity], nodes[is_entity]
         best = float(entity_mass.max()) if len(entity_mass) else 0.0
         # The best few first; all of them only when the filters pass too few of those.
-        ranked = best_first(entity_mass, 8 * ENTITY_RESULTS)
+        ranked = best_first(entity_mass, ENTITY_CANDIDATES)
         # Id and type only, a few rows a read (a hub entity's full row lists thousands of chunks).
         heads: list[dict[str, Any]] = []
         hits: list[Candidate] = []

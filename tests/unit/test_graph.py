@@ -327,6 +327,40 @@ def test_entity_type_filter_applies_to_every_strategy(client: TestClient) -> Non
     assert none["results"] == [] and none["totalCount"] == 0
 
 
+def test_entity_results_under_filters_are_the_same_whatever_is_ordered_first(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph orders its best `ENTITY_CANDIDATES` entities first and all of them only when the filters
+    pass too few: ordering one first (so every filtered search goes on to the whole order) gives the same
+    lists as ordering them all."""
+    from hybridrag.pipeline import graph_retriever as gr
+    from hybridrag.schemas.search import SearchRequest
+
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+    requests = [
+        SearchRequest.model_validate(
+            {
+                "text": text,
+                "filters": {"entityTypes": types, "minRelevance": 0},
+                "options": {"strategies": ["graph"]},
+            }
+        )
+        for text in ("Toyoda and the looms", "Masaru Ibuka and Akio Morita", "Marie Curie radium")
+        for types in (["person"], ["organization"], ["place", "other"])
+    ]
+
+    def lists() -> list[list[tuple[str, float]]]:
+        return [
+            [(c.id, c.score) for c in engine.rank(r).retrieved["graph"].candidates if c.kind == "entity"]
+            for r in requests
+        ]
+
+    whole = lists()
+    monkeypatch.setattr(gr, "ENTITY_CANDIDATES", 1)
+    assert lists() == whole
+    assert sum(len(found) for found in whole) >= 6
+
+
 def test_file_filter_applies_to_graph_results(client: TestClient) -> None:
     data = _search(
         client,
