@@ -44,11 +44,17 @@ class BatchingEmbedder:
         return self.inner.embed_passages(texts)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.submit_queries(texts).result()
+
+    def submit_queries(self, texts: Sequence[str]) -> Future[np.ndarray]:
+        """The vectors of `texts`, to come: the caller goes on (a search runs its keyword retrieval
+        meanwhile) and reads them from the future when it needs them."""
         done: Future[np.ndarray] = Future()
+        if not texts:
+            done.set_result(np.zeros((0, self.dim), dtype=np.float32))
+            return done
         self._queue.put((list(texts), done))
-        return done.result()
+        return done
 
     def close(self) -> None:
         self._queue.put(None)

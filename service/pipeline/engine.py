@@ -9,17 +9,20 @@ This package never imports the HTTP layer.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import replace
 
 import numpy as np
 
 from hybridrag.pipeline import crag
+from hybridrag.pipeline.batching import BatchingEmbedder
 from hybridrag.pipeline.classifier import QueryClassifier
 from hybridrag.pipeline.errors import InvalidSearch, NotReady
 from hybridrag.pipeline.fusion import FusedItem, list_evidence, weighted_rrf
 from hybridrag.pipeline.lifecycle import ComponentStatus, IndexLifecycle
 from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.pipeline.ranking import (
+    READS_VECTOR,
     STRATEGIES,
     Ranking,
     SearchPlan,
@@ -49,9 +52,8 @@ __all__ = ["ComponentStatus", "InvalidSearch", "NotReady", "Ranking", "SearchEng
 
 
 def embeds_query(strategies: list[str]) -> bool:
-    """Whether these strategies need the query's embedding: semantic, and the graph (its seed passages,
-    entities matched by meaning, community search)."""
-    return "semantic" in strategies or "graph" in strategies
+    """Whether these strategies need the query's embedding (`ranking.READS_VECTOR`)."""
+    return not READS_VECTOR.isdisjoint(strategies)
 
 
 class SearchEngine(IndexLifecycle):
@@ -63,12 +65,13 @@ class SearchEngine(IndexLifecycle):
         deadline: float | None = None,
         min_depth: int = 0,
         index: LoadedIndex | None = None,
-        precomputed: np.ndarray | None = None,
+        precomputed: np.ndarray | Future[np.ndarray] | None = None,
     ) -> Ranking:
         """Classify, retrieve concurrently, fuse and cut: everything of a search but the page and its items.
 
         `precomputed` is the query's embedding when the caller already has it (a batch encodes all its
-        sub-queries in one call); the request's own `embedding` still wins.
+        sub-queries in one call), or will have it (a future: `search` starts the encoding before it waits
+        for a slot); the request's own `embedding` still wins.
 
         Benchmarks call this directly so that they measure exactly what the service does. `index` pins a
         loaded version (a batch answers every sub-query from one version even if a swap happens meanwhile).
@@ -77,7 +80,7 @@ class SearchEngine(IndexLifecycle):
             deadline = time.perf_counter() + self.search_settings.search_budget_s
         plan = self._plan(request, index or self.index, min_depth, precomputed)
         retrieved, timings, probes = run_retrievers(
-            self._pool, plan.index, plan.active, plan.query, plan.depth, deadline, plan.notes
+            self._pool, plan.index, plan.active, plan.query, plan.depth, deadline, plan.notes, plan.pending
         )
         fused = self._fuse(request, retrieved, plan.weight_map, plan.index)
         evidence = query_evidence({**probes, **retrieved})
@@ -112,7 +115,11 @@ class SearchEngine(IndexLifecycle):
         )
 
     def _plan(
-        self, request: SearchRequest, index: LoadedIndex, min_depth: int, precomputed: np.ndarray | None
+        self,
+        request: SearchRequest,
+        index: LoadedIndex,
+        min_depth: int,
+        precomputed: np.ndarray | Future[np.ndarray] | None,
     ) -> SearchPlan:
         """What a search will run: its classification and weights, the strategies the index serves, the
         query (terms and vector computed once, for every retriever), and how deep each list is fetched."""
@@ -140,11 +147,14 @@ class SearchEngine(IndexLifecycle):
             notes.append(StageNote(stage="fusion", status="degraded", reason="all active weights were 0"))
         depth = fetch_depth(request, min_depth)
         vector = query_vector(request, index)
-        if vector is None:
+        pending = None
+        if isinstance(precomputed, Future):
+            pending = precomputed if vector is None else None
+        elif vector is None:
             vector = precomputed
-        if vector is None and self._embedder is not None and embeds_query(active):
+        if vector is None and pending is None and self._embedder is not None and embeds_query(active):
             # One query embedding serves the semantic retriever and the graph (seeds, communities).
-            vector = self.embed_queries([request.text])[0]
+            pending = self._encoding(request.text)
         tokens, bigrams = index.keyword.query_terms(request.text)
         query = RetrievalQuery(
             request.text,
@@ -154,7 +164,7 @@ class SearchEngine(IndexLifecycle):
             entities=tuple(classification.extracted_entities),
             terms=(tuple(tokens), tuple(bigrams)),
         )
-        return SearchPlan(index, classification, weights, notes, active, weight_map, query, depth)
+        return SearchPlan(index, classification, weights, notes, active, weight_map, query, depth, pending)
 
     def _fuse(
         self,
@@ -259,6 +269,21 @@ class SearchEngine(IndexLifecycle):
             raise NotReady("no embedding model is loaded")
         return self._embedder.embed_queries(texts)
 
+    def _encoding(self, text: str) -> Future[np.ndarray]:
+        """`text`'s query vector, to come: the search goes on meanwhile (its keyword retrieval runs beside
+        the encoder; benchmarks/README.md, "Ten million")."""
+        embedder = self._embedder
+        if embedder is None:
+            raise NotReady("no embedding model is loaded")
+        if isinstance(embedder, BatchingEmbedder):
+            rows = embedder.submit_queries([text])
+        else:  # an engine used before `start()` wrapped its embedder: encoded now
+            rows = Future()
+            rows.set_result(embedder.embed_queries([text]))
+        vector: Future[np.ndarray] = Future()
+        rows.add_done_callback(lambda done: _first_row(done, vector))
+        return vector
+
     def needs_vector(self, request: SearchRequest) -> bool:
         """Whether a search of `request` would embed its text (semantic or graph)."""
         if request.embedding is not None or self._embedder is None:
@@ -277,18 +302,20 @@ class SearchEngine(IndexLifecycle):
         for the rest; time spent waiting counts against its budget."""
         started = time.perf_counter()
         self._check_rerank_model(request)
+        pending: np.ndarray | Future[np.ndarray] | None = precomputed
         if precomputed is None and self.needs_vector(request):
-            precomputed = self.embed_queries([request.text])[0]
+            # Encoded while this search waits for its slot and runs its keyword retrieval.
+            pending = self._encoding(request.text)
         deadline = started + self.search_settings.search_budget_s
         with self._admission.held(max(0.0, deadline - time.perf_counter())):
-            return self._answer(request, request_id, index, precomputed, started, deadline)
+            return self._answer(request, request_id, index, pending, started, deadline)
 
     def _answer(
         self,
         request: SearchRequest,
         request_id: str | None,
         index: LoadedIndex | None,
-        precomputed: np.ndarray | None,
+        precomputed: np.ndarray | Future[np.ndarray] | None,
         started: float,
         deadline: float,
     ) -> SearchResult:
@@ -355,6 +382,15 @@ class SearchEngine(IndexLifecycle):
             request_id=request_id,
             schema_version=SCHEMA_VERSION,
         )
+
+
+def _first_row(rows: Future[np.ndarray], vector: Future[np.ndarray]) -> None:
+    """Hands on the first row of an encoder call's result (or its failure)."""
+    error = rows.exception()
+    if error is not None:
+        vector.set_exception(error)
+    else:
+        vector.set_result(rows.result()[0])
 
 
 def _ahead_of_graph(index: LoadedIndex, rankings: dict[str, list[str]]) -> dict[str, set[str]] | None:

@@ -41,6 +41,9 @@ class SearchPlan:
     weight_map: dict[str, float]
     query: RetrievalQuery
     depth: int
+    # The query's embedding while the encoder computes it (`query.vector` is None until then): what needs
+    # no vector starts beside it (`run_retrievers`). None: `query.vector` is all there is.
+    pending: Future[np.ndarray] | None = None
 
 
 @dataclass(slots=True)
@@ -62,6 +65,11 @@ class Ranking:
     probability: float | None = None
     relevance: dict[str, float] = field(default_factory=dict)
     query_terms: tuple[str, ...] = ()  # the query's keyword tokens (highlights match them)
+
+
+#: The strategies that read the query's embedding: semantic, and the graph (its seed passages, entities
+#: matched by meaning, community search). The others start before the embedding is ready.
+READS_VECTOR = frozenset({"semantic", "graph"})
 
 
 def query_vector(request: SearchRequest, index: LoadedIndex) -> np.ndarray | None:
@@ -98,10 +106,16 @@ def run_retrievers(
     depth: int,
     deadline: float,
     notes: list[StageNote],
+    pending: Future[np.ndarray] | None = None,
 ) -> tuple[dict[str, Retrieved], dict[str, float], dict[str, Retrieved]]:
     """The active strategies' lists, their times in ms, and the lists of the graph's seeders that are not
     active themselves (searched all the same when the graph runs: they seed its walk, and their evidence
-    tells how relevant the search is; they are not fused)."""
+    tells how relevant the search is; they are not fused).
+
+    `pending`: the query's embedding still being computed. The strategies that do not read it (keyword)
+    start at once, beside the encoder; the others when it is ready. A failed encoding fails the search, as
+    it did when the vector was computed first.
+    """
     timings: dict[str, float] = {}
 
     def timed(name: str, query: RetrievalQuery, depth: int = depth) -> Retrieved:
@@ -113,14 +127,19 @@ def run_retrievers(
 
     # The graph seeds its walk with the seeders' top passages, so it starts when they are done.
     seeders = [n for n in SEEDERS if n in index.retrievers] if "graph" in active else []
-    if "semantic" in seeders and query.vector is None:
+    if "semantic" in seeders and query.vector is None and pending is None:
         seeders.remove("semantic")
-    futures: dict[str, Future[Retrieved]] = {
-        name: pool.submit(timed, name, query) for name in active if not (seeders and name == "graph")
-    }
-    for name in seeders:
-        if name not in futures:
-            futures[name] = pool.submit(timed, name, query, EVIDENCE_DEPTH)
+    depths = {name: depth for name in active if not (seeders and name == "graph")}
+    depths.update({name: EVIDENCE_DEPTH for name in seeders if name not in depths})
+    futures: dict[str, Future[Retrieved]] = {}
+    for name, wanted in depths.items():
+        if name not in READS_VECTOR:
+            futures[name] = pool.submit(timed, name, query, wanted)
+    if pending is not None and not READS_VECTOR.isdisjoint(depths):
+        query = replace(query, vector=pending.result())
+    for name, wanted in depths.items():
+        if name in READS_VECTOR:
+            futures[name] = pool.submit(timed, name, query, wanted)
     out: dict[str, Retrieved] = {}
 
     def collect(name: str, fut: Future[Retrieved]) -> None:

@@ -170,6 +170,10 @@ def test_concurrent_queries_share_encoder_calls(embedder: Any) -> None:
         # A failure reaches the callers of the batch and the worker keeps serving.
         with pytest.raises(TypeError):
             batching.embed_queries([None])  # type: ignore[list-item]
+        # Submitted, the vectors come as a future (a search goes on meanwhile); none asked, none made.
+        submitted = batching.submit_queries(TEXTS[:2])
+        assert np.allclose(submitted.result(timeout=60), expected[:2], atol=1e-5)
+        assert batching.submit_queries([]).result().shape == (0, embedder.dim)
         assert batching.embed_queries(["still alive"]).shape == (1, embedder.dim)
     finally:
         batching.close()
