@@ -37,6 +37,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
+from hybridrag.indexing.builds.shards import build_collections
 from hybridrag.indexing.builds.stages import Stages, VersionWrite, disk_bytes, no_progress
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores import quantized, segments, vector_segments, versions
@@ -161,6 +162,10 @@ class GraphMerge:
 
     def build(self) -> None:
         """Step 2: the graph of the copy's chunks, as a full build makes it, written into the copy."""
+        with build_collections():
+            self._build()
+
+    def _build(self) -> None:
         path, manifest = self.snapshot.path, self.snapshot.manifest
         config = BuildConfig.from_manifest(manifest)
         docs = read_version_table(path, DOCUMENTS).select(["doc_id", "title"]).to_pylist()

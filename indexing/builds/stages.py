@@ -30,7 +30,7 @@ from hybridrag.indexing.analysis.entities import EntityExtractor, Mention, chunk
 from hybridrag.indexing.builds.config import BuildConfig, BuildSummary
 from hybridrag.indexing.builds.graph_build import build_graph, delta_links, synonym_pairs
 from hybridrag.indexing.builds.passages import PassageEngine, WrittenVectors, embedding_text, make_chunks
-from hybridrag.indexing.builds.shards import Aside, Shards, shard_workers
+from hybridrag.indexing.builds.shards import Aside, Shards, build_collections, shard_workers
 from hybridrag.indexing.documents.sources import Document, SourceReport
 from hybridrag.indexing.models.embedders import Embedder
 from hybridrag.indexing.stores import segments, versions
@@ -210,6 +210,10 @@ class VersionWrite:
 
     def run(self, new_docs: list[Document], remove_ids: set[str]) -> BuildSummary:
         """Every stage in order, then publish; returns what the new version holds."""
+        with build_collections():
+            return self._run(new_docs, remove_ids)
+
+    def _run(self, new_docs: list[Document], remove_ids: set[str]) -> BuildSummary:
         self.chunk(new_docs, remove_ids)
         analyzer = Analyzer(self.config.sudachi_mode)
         self.entities(analyzer)

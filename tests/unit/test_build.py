@@ -421,3 +421,43 @@ def test_total_count_reads_a_count_only_where_one_strategy_alone_answers() -> No
     assert _total(fused[:2], fused, {"keyword": Retrieved(cands, 3, counter=never)}, depth=3) == 2  # cut
     both = {"keyword": Retrieved(cands, 3, counter=never), "semantic": Retrieved(cands, 40)}
     assert _total(fused, fused, both, depth=3) == 3
+
+
+def test_a_write_collects_garbage_less_often_and_puts_the_thresholds_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any
+) -> None:
+    """A write (and a shard child, which does nothing else) runs with `BUILD_GC_THRESHOLDS`; the process'
+    own thresholds come back after it, after a failure too, and a write inside another leaves them raised
+    until the outer one ends, never raised after both."""
+    import gc
+
+    from conftest import SAMPLE
+
+    from hybridrag.indexing.builds import shards, stages
+
+    default = gc.get_threshold()
+    assert default[0] < shards.BUILD_GC_THRESHOLDS[0]
+    seen: list[tuple[int, int, int]] = []
+    chunk = stages.VersionWrite.chunk
+
+    def chunk_noted(self: Any, *args: Any) -> Any:
+        seen.append(gc.get_threshold())
+        return chunk(self, *args)
+
+    monkeypatch.setattr(stages.VersionWrite, "chunk", chunk_noted)
+    IndexBuilder(tmp_path / "index", BuildConfig(embedding_model="minilm"), embedder=embedder).build(SAMPLE)
+    assert seen == [shards.BUILD_GC_THRESHOLDS] and gc.get_threshold() == default
+    with pytest.raises(RuntimeError), shards.build_collections():
+        with shards.build_collections():
+            assert gc.get_threshold() == shards.BUILD_GC_THRESHOLDS
+        assert gc.get_threshold() == shards.BUILD_GC_THRESHOLDS  # the inner write left the outer's alone
+        raise RuntimeError("a write failed")
+    assert gc.get_threshold() == default
+    with shards.Shards([1, 2], 2) as two:
+        assert two.map(_thresholds) == [default, shards.BUILD_GC_THRESHOLDS]  # this process, then a child
+
+
+def _thresholds(_shard: Any) -> tuple[int, int, int]:
+    import gc
+
+    return gc.get_threshold()
