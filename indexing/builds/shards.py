@@ -37,8 +37,8 @@ _Item = TypeVar("_Item")
 #: The collector's thresholds while a write runs (`build_collections`; Python's own are 700, 10, 10). A
 #: write makes and keeps millions of objects (chunks, mentions, the tally's counters): at the default
 #: thresholds the young generations are collected every 700 allocations and the whole heap every hundred
-#: collections, ~10% of a 100k build's CPU (perf), and the build 0.87-0.91x the wall clock with these
-#: (benchmarks/README.md, "Ten million").
+#: collections, ~10% of a 100k build's CPU (perf). With these a 100k build takes 0.85-0.91x the wall clock,
+#: a 1M build 0.79x (benchmarks/README.md, "Ten million").
 BUILD_GC_THRESHOLDS = (100_000, 50, 100)
 
 
