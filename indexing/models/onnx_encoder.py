@@ -4,9 +4,10 @@ when that keeps the vectors (else kept in fp32), run by onnxruntime.
 Why not sentence-transformers' own `backend="onnx"` / `"openvino"`: both go through Optimum, and on this
 stack every Optimum release either downgrades transformers below what sentence-transformers 6 needs
 (optimum-onnx 0.1) or pulls another torch build (optimum-intel). So the export is torch's own
-`torch.onnx.export` and onnxruntime's `quantize_dynamic`, done once by `hybridrag models install`, and this
-module runs the exported graph: the model folder's own tokenizer (`tokenizers`), mean pooling and L2
-normalisation, exactly what the sentence-transformers pipeline does (checked: `POOLING` below).
+`torch.onnx.export`, onnxruntime's transformer fusions and its `quantize_dynamic`, done once by `hybridrag
+models install`, and this module runs the exported graph: the model folder's own tokenizer (`tokenizers`),
+mean pooling and L2 normalisation, exactly what the sentence-transformers pipeline does (checked: `POOLING`
+below).
 
 An export is only kept if its vectors agree with the torch model's on a fixed English/Japanese sample
 (cosine >= `MIN_COSINE`); the figure is written to `export.json` beside the model. Queries encoded here
@@ -40,7 +41,13 @@ OPSET = 17
 # Bumped when the export changes; `hybridrag models install` redoes an export made by an older recipe.
 # 2: int8 weights in 7 bits (`reduce_range`), because without AVX-512 VNNI onnxruntime sums u8 x s8 products
 # in pairs into 16 bits, which 8-bit weights can saturate (benchmarks/README.md, "Constants").
-EXPORT_RECIPE = 2
+# 3: the graph's attention, layer norms and GELUs fused into onnxruntime's transformer kernels before it is
+# quantized (`fuse_transformer`): e5's passages 1.33x a second, a query's encoding 0.89x the time, the same
+# agreement with torch (benchmarks/README.md, "Fused transformer kernels").
+EXPORT_RECIPE = 3
+# What `quantize_dynamic` turns into int8: the matrix products and the fused attention (QAttention). The word
+# embeddings stay fp32: quantizing that table saves no arithmetic and moved vectors further from torch's.
+QUANTIZED_OPS = ("MatMul", "Attention")
 #: Most one-text int8 calls run at once, one thread each (`OnnxEmbedder`, the name tagger's export).
 MAX_WORKERS = 4
 _Item = TypeVar("_Item")
@@ -124,7 +131,7 @@ def export_onnx(spec: ModelSpec, target: Path | None = None) -> dict[str, Any]:
         tempfile.mkdtemp(prefix="onnx-export-", dir=target.parent if target.parent.exists() else None)
     )
     try:
-        fp32, int8 = _export_files(source, staging)
+        fp32, int8, fused = _export_files(source, staging)
         shutil.copy(source / "tokenizer.json", staging / "tokenizer.json")
         max_length = _max_length(source)
         precision, candidate, agreement, cosines = _choose_precision(spec, staging, int8, fp32, max_length)
@@ -137,9 +144,11 @@ def export_onnx(spec: ModelSpec, target: Path | None = None) -> dict[str, Any]:
             "precision": precision,
             "opset": OPSET,
             "recipe": EXPORT_RECIPE,
-            "quantization": "onnxruntime quantize_dynamic, QInt8 weights (7-bit range), per channel"
+            "quantization": "onnxruntime quantize_dynamic of the matrix products and attention, QInt8 weights "
+            "(7-bit range), per channel"
             if precision == "int8"
             else f"none: int8 agreed with torch only to cosine {agreement['int8']}",
+            "fused": fused,
             "pooling": "mean",
             "maxLength": max_length,
             "dim": candidate.dim,
@@ -157,13 +166,17 @@ def export_onnx(spec: ModelSpec, target: Path | None = None) -> dict[str, Any]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _export_files(source: Path, staging: Path) -> tuple[Path, Path]:
-    """The model's fp32 ONNX graph (last hidden state out) and its int8 quantization, in `staging`."""
+def _export_files(source: Path, staging: Path) -> tuple[Path, Path, dict[str, int]]:
+    """The model's fp32 ONNX graph (last hidden state out) with its transformer kernels fused, its int8
+    quantization, in `staging`, and the fused kernels by name (`fuse_transformer`)."""
+    import onnx
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
+    # Eager attention traces to the matrix products and softmax that onnxruntime's fusion recognises; the
+    # default (scaled dot-product attention) traces to a form it leaves unfused. Same arithmetic.
+    model = AutoModel.from_pretrained(str(source), local_files_only=True, attn_implementation="eager").eval()
 
     class LastHidden(torch.nn.Module):
         # transformers 5 wants keyword arguments (positional export fails on `use_cache`).
@@ -174,11 +187,37 @@ def _export_files(source: Path, staging: Path) -> tuple[Path, Path]:
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
+    traced = staging / "model-traced.onnx"
+    torch_to_onnx(LastHidden(model), traced, "last_hidden_state")
     fp32 = staging / "model-fp32.onnx"
-    torch_to_onnx(LastHidden(model), fp32, "last_hidden_state")
+    fused = fuse_transformer(traced, fp32, model.config.num_attention_heads, model.config.hidden_size)
+    traced.unlink()
     int8 = staging / "model-int8.onnx"
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
-    return fp32, int8
+    quantize_dynamic(
+        str(fp32),
+        str(int8),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        reduce_range=True,
+        op_types_to_quantize=list(QUANTIZED_OPS),
+        # The fused kernels are outside onnx's shape inference: their outputs are float.
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+    )
+    return fp32, int8, fused
+
+
+def fuse_transformer(source: Path, target: Path, heads: int, hidden: int) -> dict[str, int]:
+    """`source`, a BERT-style encoder's graph, written to `target` with onnxruntime's transformer fusions
+    (attention, embedding and skip layer norms, bias + GELU: `onnxruntime.transformers.optimizer`, offline,
+    no runtime optimisation baked in); returns how many of each fused kernel it holds (none fused is no
+    error: the graph is the same function either way, only slower)."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    optimized = optimize_model(
+        str(source), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0, use_gpu=False
+    )
+    optimized.save_model_to_file(str(target))
+    return {name: int(n) for name, n in optimized.get_fused_operator_statistics().items() if n}
 
 
 def torch_to_onnx(module: Any, target: Path, output: str) -> None:

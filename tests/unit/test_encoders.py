@@ -40,6 +40,9 @@ def test_onnx_export_keeps_the_vectors_and_searches_a_torch_index(
     info = export_onnx(MODEL_REGISTRY["minilm"])
     # MiniLM's int8 export moves vectors too far (cosine ~0.98), so the exact fp32 export is kept.
     assert info["precision"] == "fp32" and info["minCosineVsTorch"] >= 0.99
+    # Every layer's attention runs as one fused kernel (recipe 3), and the fused graph is still exact.
+    assert info["fused"]["Attention"] == 6 and info["fused"]["SkipLayerNormalization"] == 12
+    assert info["minCosineVsTorch"] >= 0.9999
     assert (onnx_dir("minilm") / "model.onnx").is_file() and (onnx_dir("minilm") / "export.json").is_file()
     fast = load_embedder("minilm", "auto")
     assert isinstance(fast, OnnxEmbedder) and fast.encoder == "onnx-fp32" and fast.dim == embedder.dim
@@ -74,6 +77,7 @@ def test_e5_int8_export_agrees_with_torch() -> None:
         pytest.skip("no ONNX export of e5-multilingual (hybridrag models install e5-multilingual)")
     fast = OnnxEmbedder(MODEL_REGISTRY["e5-multilingual"])
     assert fast.encoder == "onnx-int8"
+    _assert_fused_int8(onnx_dir("e5-multilingual"), layers=12)
     # A list's texts run side by side, one thread each, where the process has cores for it; the same vectors
     # on one (a worker per call or not: each call's arithmetic is its own).
     one = OnnxEmbedder(MODEL_REGISTRY["e5-multilingual"], threads=1)
@@ -129,6 +133,26 @@ def test_a_build_embeds_passages_with_the_chosen_encoder(
     (added / "loom.md").write_text("# Looms\n\nThe automatic loom was invented by Sakichi Toyoda.\n", "utf-8")
     IndexBuilder(out, BuildConfig(embedding_model="minilm")).add(added)
     assert current_version(out).manifest["embedding"]["encoder"] == "onnx-fp32"
+
+
+def _assert_fused_int8(folder: Path, layers: int) -> None:
+    """The export's graph runs each layer's attention as one quantized kernel and keeps the word
+    embeddings in float (recipe 3: fused, then the matrix products and attention quantized)."""
+    import json
+    from collections import Counter
+
+    import onnx
+
+    from hybridrag.indexing.models.onnx_encoder import EXPORT_RECIPE, export_is_current
+
+    info = json.loads((folder / "export.json").read_text("utf-8"))
+    if not export_is_current(folder):
+        pytest.skip(f"the export at {folder} is recipe {info.get('recipe')}: run `hybridrag models install`")
+    assert info["recipe"] == EXPORT_RECIPE and info["fused"]["Attention"] == layers
+    ops = Counter(node.op_type for node in onnx.load(str(folder / "model.onnx")).graph.node)
+    assert ops["QAttention"] == layers and ops["Attention"] == 0
+    assert ops["EmbedLayerNormalization"] == 1 and ops["QEmbedLayerNormalization"] == 0
+    assert ops["SkipLayerNormalization"] == 2 * layers and ops["MatMulInteger"] == 3 * layers
 
 
 def test_an_export_of_an_older_recipe_is_redone(tmp_path: Path) -> None:
