@@ -46,7 +46,8 @@ OPSET = 17
 # agreement with torch (benchmarks/README.md, "Fused transformer kernels").
 EXPORT_RECIPE = 3
 # What `quantize_dynamic` turns into int8: the matrix products and the fused attention (QAttention). The word
-# embeddings stay fp32: quantizing that table saves no arithmetic and moved vectors further from torch's.
+# embeddings stay fp32: quantizing that table saves no arithmetic and moved passages slightly further from
+# torch's (worst cosine on 60 SciFact passages 0.9948 -> 0.9943).
 QUANTIZED_OPS = ("MatMul", "Attention")
 #: Most one-text int8 calls run at once, one thread each (`OnnxEmbedder`, the name tagger's export).
 MAX_WORKERS = 4
