@@ -16,9 +16,11 @@ necrosis") were tried as well: +0.010 graph nDCG@10 on SciFact, -0.010 on Hotpot
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from array import array
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -232,8 +234,8 @@ class ConceptFinder:
         self._concept = {key: i for i, key in enumerate(self._keys)}
         self._lengths_from = dictionary._lengths_from
         # Folded word -> id and written word -> id, each new word the next id.
-        self._ids: dict[str, int] = {}
-        self._surface_ids: dict[str, int] = {}
+        self._ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        self._surface_ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
         # Per word id: the one-word concept it is (-1: none), whether it starts a two-word one, whether it
         # is ASCII, whether it ends in a possessive (a span's key is then not its words joined, `_span_key`).
         self._one = np.zeros(0, dtype=np.int64)
@@ -243,10 +245,7 @@ class ConceptFinder:
         pairs = [key.split() for key in self._keys]
         ids = self._ids
         codes = np.asarray(
-            [
-                (ids.setdefault(w[0], len(ids)) << 32) | ids.setdefault(w[1], len(ids)) if len(w) == 2 else -1
-                for w in pairs
-            ],
+            [(ids[w[0]] << 32) | ids[w[1]] if len(w) == 2 else -1 for w in pairs],
             dtype=np.int64,
         )
         order = np.argsort(codes, kind="stable")
@@ -264,11 +263,11 @@ class ConceptFinder:
 
     def add(self, sentences: Iterable[SentenceWords]) -> None:
         """The next chunk's sentences (`sentence_words` of its text)."""
-        ids, surface_ids = self._ids, self._surface_ids
+        word_id, surface_id = self._ids.__getitem__, self._surface_ids.__getitem__
         for s in sentences:
-            # A new word takes the next id (a list, not `map`: ~2x faster here).
-            self._words.extend([ids.setdefault(k, len(ids)) for k in s.keys])
-            self._surfaces.extend([surface_ids.setdefault(w, len(surface_ids)) for w in s.words])
+            # A new word takes the next id (the dictionaries' default): one lookup in C a word.
+            self._words.extend(map(word_id, s.keys))
+            self._surfaces.extend(map(surface_id, s.words))
             self._sentence_words.append(len(s.keys))
             self._sentence_chunk.append(self._chunks)
             self._sentence_span.extend((s.start, s.end))

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import json
+import math
+import pickle
+import random
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import jsonl_corpus
 
-from hybridrag.indexing.analysis.concepts import corpus_concepts
+from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
+from hybridrag.indexing.analysis.concepts import (
+    MAX_CHUNK_SHARE,
+    MAX_CHUNKS_FLOOR,
+    MIN_CHUNKS,
+    MIN_NPMI,
+    ConceptCounter,
+    _concept_word,
+    corpus_concepts,
+)
+from hybridrag.indexing.analysis.phrases import SentenceWords, sentence_words
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 from hybridrag.indexing.builds.graph_build import build_graph
 from hybridrag.indexing.stores import versions
@@ -278,3 +292,76 @@ def test_concepts_found_a_block_at_a_time_tally_as_each_chunks_mentions_do(
     # there: "tumour" is never written alone), both casings of a pair, a pair not in ASCII.
     assert expected.node_types["tumour"] and expected.surfaces["café crème"]
     assert {"Tumour Necrosis", "tumour necrosis"} <= set(expected.surfaces["tumour necrosis"])
+
+
+def _counted_word_by_word(sentences_of: list[list[SentenceWords]]) -> dict[str, int]:
+    """`ConceptCounter.result` as the formula reads: every word and adjacent content-word pair counted one
+    at a time, in plain Python."""
+    words: Counter[str] = Counter()
+    word_chunks: Counter[str] = Counter()
+    pairs: Counter[tuple[str, str]] = Counter()
+    pair_chunks: Counter[tuple[str, str]] = Counter()
+    total = 0
+    for sentences in sentences_of:
+        in_chunk: set[str] = set()
+        pairs_in_chunk: set[tuple[str, str]] = set()
+        for s in sentences:
+            words.update(s.keys)
+            in_chunk.update(s.keys)
+            total += len(s.keys)
+            for a, b in zip(s.keys, s.keys[1:], strict=False):
+                if all(len(w) >= 2 and w not in ENGLISH_STOPWORDS and not w.isdigit() for w in (a, b)):
+                    pairs[(a, b)] += 1
+                    pairs_in_chunk.add((a, b))
+        word_chunks.update(in_chunk)
+        pair_chunks.update(pairs_in_chunk)
+    most = max(MAX_CHUNKS_FLOOR, int(MAX_CHUNK_SHARE * len(sentences_of)))
+    out = {w: n for w, n in word_chunks.items() if MIN_CHUNKS <= n <= most and _concept_word(w)}
+    for (a, b), n in pairs.items():
+        p = n / total
+        if not (MIN_CHUNKS <= pair_chunks[(a, b)] <= most and p < 1.0):
+            continue
+        if math.log(p / ((words[a] / total) * (words[b] / total))) / -math.log(p) >= MIN_NPMI:
+            out[f"{a} {b}"] = pair_chunks[(a, b)]
+    return out
+
+
+def test_concepts_counted_a_block_at_a_time_and_merged_are_those_counted_word_by_word(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = random.Random(7)
+    # Rare words (a share limit of 20 chunks at this size) and a few collocations placed in 3-12 chunks.
+    vocabulary = [
+        *"the of in and a to 1999 42 x é café naïve o'neill's well-known".split(),
+        *("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 8))) for _ in range(1500)),
+    ]
+    collocations = [
+        f"{a} {b}" for a, b in zip(rng.sample(vocabulary, 30), rng.sample(vocabulary, 30), strict=True)
+    ]
+    texts = []
+    for i in range(400):
+        sentences = [
+            " ".join(rng.choices(vocabulary, k=rng.randint(1, 14))) for _ in range(rng.randint(1, 4))
+        ]
+        sentences[0] += " " + collocations[i % 30] if i % 3 == 0 else ""
+        texts.append(". ".join(s.upper() if i % 5 == 0 else s for s in sentences) + ".")
+    texts += ["", "...", "tumour necrosis"]  # no words at all, and a chunk of one pair
+    sentences_of = [list(sentence_words(t)) for t in texts]
+    expected = _counted_word_by_word(sentences_of)
+    assert sum(" " in k for k in expected) >= 10 and sum(" " not in k for k in expected) >= 100, expected
+    # Blocks of a few hundred words (many blocks, a chunk never split), and the corpus in three parts
+    # counted apart, one of them sent through pickle as a shard's counter is, merged in order.
+    monkeypatch.setattr(ConceptCounter, "BLOCK_WORDS", 300)
+    parts = [ConceptCounter() for _ in range(3)]
+    for i, sentences in enumerate(sentences_of):
+        parts[i * 3 // len(sentences_of)].add(sentences)
+    parts[1] = pickle.loads(pickle.dumps(parts[1]))
+    for part in parts[1:]:
+        parts[0].merge(part)
+    assert parts[0].result() == expected
+    one = ConceptCounter()
+    for sentences in sentences_of:
+        one.add(sentences)
+    assert one.result() == expected
+    assert list(one.result()) == list(parts[0].result())  # the same order too
+    assert ConceptCounter().result() == {}
