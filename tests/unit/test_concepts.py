@@ -330,7 +330,7 @@ def test_concepts_counted_a_block_at_a_time_and_merged_are_those_counted_word_by
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     rng = random.Random(7)
-    # Rare words (a share limit of 20 chunks at this size) and a few collocations placed in 3-12 chunks.
+    # Rare words (a share limit of 20 chunks at this size) and 30 collocations, each in 4 or 5 chunks.
     vocabulary = [
         *"the of in and a to 1999 42 x é café naïve o'neill's well-known".split(),
         *("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 8))) for _ in range(1500)),
@@ -343,7 +343,7 @@ def test_concepts_counted_a_block_at_a_time_and_merged_are_those_counted_word_by
         sentences = [
             " ".join(rng.choices(vocabulary, k=rng.randint(1, 14))) for _ in range(rng.randint(1, 4))
         ]
-        sentences[0] += " " + collocations[i % 30] if i % 3 == 0 else ""
+        sentences[0] += " " + collocations[i // 3 % 30] if i % 3 == 0 else ""
         texts.append(". ".join(s.upper() if i % 5 == 0 else s for s in sentences) + ".")
     texts += ["", "...", "tumour necrosis"]  # no words at all, and a chunk of one pair
     sentences_of = [list(sentence_words(t)) for t in texts]
