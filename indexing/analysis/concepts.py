@@ -59,8 +59,8 @@ class ConceptCounter:
     This runs over every word of a corpus at each graph build. Each word becomes an integer once (a
     dictionary lookup in C) and the counting runs over a block of `BLOCK_WORDS` words at a time with numpy:
     the words' counts, the chunks each word is in, the adjacent content-word pairs of a sentence with their
-    counts and chunks (tested against counting word by word). The pairs of each block are added up once,
-    when the counts are read or merged."""
+    counts and chunks (tested against counting word by word). The blocks' pairs are added up every
+    `PAIR_PARTS` blocks and when the counts are read, merged or sent."""
 
     BLOCK_WORDS = 2_000_000
 
