@@ -24,17 +24,14 @@ Concepts are graph nodes typed `other` that type no chunk (node-only mentions: t
 
 from __future__ import annotations
 
-import itertools
 import math
-from array import array
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS
-from hybridrag.indexing.analysis.phrases import SentenceWords, sentence_words
+from hybridrag.indexing.analysis.phrases import SentenceWords, WordBlock, sentence_words
 
 MIN_NPMI = 0.5
 MIN_CHUNKS = 2
@@ -56,8 +53,8 @@ class ConceptCounter:
     """`corpus_concepts` fed one chunk at a time (its sentences already split into words), so one pass over
     the corpus' words can feed several counters.
 
-    This runs over every word of a corpus at each graph build. Each word becomes an integer once (a
-    dictionary lookup in C) and the counting runs over a block of `BLOCK_WORDS` words at a time with numpy:
+    This runs over every word of a corpus at each graph build. The words are integers (`WordBlock`) and
+    the counting runs over a block of `BLOCK_WORDS` words at a time with numpy:
     the words' counts, the chunks each word is in, the adjacent content-word pairs of a sentence with their
     counts and chunks (tested against counting word by word). The blocks' pairs are added up every
     `PAIR_PARTS` blocks and when the counts are read, merged or sent."""
@@ -65,7 +62,7 @@ class ConceptCounter:
     BLOCK_WORDS = 2_000_000
 
     def __init__(self) -> None:
-        self._ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)  # folded word -> id
+        self._block = WordBlock()
         self._counts = np.zeros(0, dtype=np.int64)  # per word id: occurrences
         self._chunk_counts = np.zeros(0, dtype=np.int64)  # per word id: chunks it is in
         self._content = np.zeros(0, dtype=bool)  # per word id: two letters or more, no stopword, no number
@@ -73,29 +70,16 @@ class ConceptCounter:
         self._pairs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.total = 0
         self.docs = 0
-        self._reset()
-
-    def _reset(self) -> None:
-        self._words: array[int] = array("q")
-        self._sentence_words: array[int] = array("q")  # words in each sentence
-        self._sentence_chunk: array[int] = array("q")  # its chunk's place in the block
-        self._chunks = 0
 
     def add(self, sentences: Iterable[SentenceWords]) -> None:
-        word_id = self._ids.__getitem__
-        for sentence in sentences:
-            # A new word takes the next id (the dictionary's default): one lookup in C a word.
-            self._words.extend(map(word_id, sentence.keys))
-            self._sentence_words.append(len(sentence.keys))
-            self._sentence_chunk.append(self._chunks)
-        self._chunks += 1
+        self._block.add(sentences)
         self.docs += 1
-        if len(self._words) >= self.BLOCK_WORDS:
+        if len(self._block.words) >= self.BLOCK_WORDS:
             self._count_block()
 
     def _grow(self) -> None:
         """Per word id arrays for the words seen since they were last grown."""
-        new = list(self._ids)[len(self._counts) :]
+        new = self._block.new_words(len(self._counts))
         if not new:
             return
         stop = ENGLISH_STOPWORDS
@@ -107,12 +91,10 @@ class ConceptCounter:
 
     def _count_block(self) -> None:
         self._grow()
-        words = np.frombuffer(self._words, dtype=np.int64)
+        words, sentence, sentence_chunk = self._block.word_arrays()
         if len(words):
             vocabulary = len(self._counts)
-            lengths = np.frombuffer(self._sentence_words, dtype=np.int64)
-            sentence = np.repeat(np.arange(len(lengths)), lengths)
-            chunk = np.frombuffer(self._sentence_chunk, dtype=np.int64)[sentence]
+            chunk = sentence_chunk[sentence]
             self.total += len(words)
             self._counts += np.bincount(words, minlength=vocabulary)
             # Counts asked for though unused: without them numpy 2's `unique` hashes, which took 6.5 s for
@@ -130,7 +112,7 @@ class ConceptCounter:
             self._pairs.append((unique, counts, np.bincount(in_chunks, minlength=len(unique))))
             if len(self._pairs) >= PAIR_PARTS:
                 self._add_up_pairs()
-        self._reset()
+        self._block.clear()
 
     def _pair_totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every block's pairs added up: codes (ascending), occurrences, chunks."""
@@ -152,7 +134,9 @@ class ConceptCounter:
         self._count_block()
         other._count_block()
         # The other's word ids as this one's (its new words take the next ids, in its order).
-        remap = np.fromiter(map(self._ids.__getitem__, other._ids), dtype=np.int64, count=len(other._ids))
+        ids = self._block.ids
+        theirs = other._block.ids
+        remap = np.fromiter(map(ids.__getitem__, theirs), dtype=np.int64, count=len(theirs))
         self._grow()
         # Distinct words have distinct ids: a plain indexed addition adds each once.
         self._counts[remap] += other._counts
@@ -165,24 +149,15 @@ class ConceptCounter:
         self.docs += other.docs
 
     def __getstate__(self) -> dict[str, Any]:
-        # Shards send their counters to the build's process: the words as a list, the blocks added up.
+        # Shards send their counters to the build's process: the blocks counted and added up.
         self._pair_totals()
-        pending = ("_words", "_sentence_words", "_sentence_chunk")
-        state = {k: v for k, v in self.__dict__.items() if k not in pending}
-        state["_ids"] = list(self._ids)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        words = state["_ids"]
-        state["_ids"] = defaultdict(itertools.count(len(words)).__next__, zip(words, itertools.count()))
-        self.__dict__.update(state)
-        self._reset()
+        return self.__dict__
 
     def result(self, min_npmi: float = MIN_NPMI, max_share: float = MAX_CHUNK_SHARE) -> dict[str, int]:
         """Concept phrase -> number of chunks it occurs in: the words in the order they first came, then
         the pairs in the order of their words' first coming."""
         codes, counts, chunks = self._pair_totals()
-        spelled = list(self._ids)
+        spelled = self._block.spelled()
         total = self.total
         most = max(MAX_CHUNKS_FLOOR, int(max_share * self.docs))
         word_chunks = self._chunk_counts.tolist()

@@ -215,15 +215,90 @@ class FoundConcept:
     surfaces: dict[str, int]  # as written -> mentions, in the order they first came
 
 
+class WordBlock:
+    """The words of a block of chunks as integers, for counting and matching over them with numpy
+    (`concepts.ConceptCounter`, `ConceptFinder`), which run over every word of a corpus at each graph
+    build.
+
+    Each folded word (and, with `surfaces`, each word as written) takes an id the first time it comes, in
+    one dictionary lookup in C; ids last from block to block, so per-id arrays grow with the words that
+    are new (`new_words`). A block holds the words' ids in order, and for each sentence its number of
+    words, its chunk's place in the block and, with `surfaces`, its start and end in its chunk's text."""
+
+    def __init__(self, surfaces: bool = False) -> None:
+        self.ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        self.surface_ids: defaultdict[str, int] | None = (
+            defaultdict(itertools.count().__next__) if surfaces else None
+        )
+        self.clear()
+
+    def clear(self) -> None:
+        """Starts the next block (the ids stay)."""
+        self.words: array[int] = array("q")
+        self.surfaces: array[int] = array("q")
+        self.sentence_words: array[int] = array("q")
+        self.sentence_chunk: array[int] = array("q")
+        self.sentence_span: array[int] = array("q")  # start, end of each sentence
+        self.chunks = 0
+
+    def add(self, sentences: Iterable[SentenceWords]) -> None:
+        """The next chunk's sentences (`sentence_words` of its text)."""
+        word_id = self.ids.__getitem__
+        if self.surface_ids is None:
+            for s in sentences:
+                # A new word takes the next id (the dictionary's default).
+                self.words.extend(map(word_id, s.keys))
+                self.sentence_words.append(len(s.keys))
+                self.sentence_chunk.append(self.chunks)
+        else:
+            surface_id = self.surface_ids.__getitem__
+            for s in sentences:
+                self.words.extend(map(word_id, s.keys))
+                self.surfaces.extend(map(surface_id, s.words))
+                self.sentence_words.append(len(s.keys))
+                self.sentence_chunk.append(self.chunks)
+                self.sentence_span.extend((s.start, s.end))
+        self.chunks += 1
+
+    def new_words(self, known: int) -> list[str]:
+        """The folded words whose ids are `known` and above, in id order."""
+        return list(itertools.islice(self.ids, known, None))
+
+    def spelled(self) -> list[str]:
+        """Every folded word, indexed by its id."""
+        return list(self.ids)
+
+    def word_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The block's word ids, each word's sentence and each sentence's chunk (places in the block)."""
+        words = np.frombuffer(self.words, dtype=np.int64)
+        lengths = np.frombuffer(self.sentence_words, dtype=np.int64)
+        sentence = np.repeat(np.arange(len(lengths)), lengths)
+        return words, sentence, np.frombuffer(self.sentence_chunk, dtype=np.int64)
+
+    def __getstate__(self) -> dict[str, object]:
+        # Sent to the build's process by a shard: the dictionaries as lists of their words.
+        state = dict(self.__dict__)
+        state["ids"] = list(self.ids)
+        state["surface_ids"] = None if self.surface_ids is None else list(self.surface_ids)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for name in ("ids", "surface_ids"):
+            words = state[name]
+            if isinstance(words, list):
+                state[name] = defaultdict(itertools.count(len(words)).__next__, zip(words, itertools.count()))
+        self.__dict__.update(state)
+
+
 class ConceptFinder:
     """The mentions of a concept dictionary's names (`NameDictionary` with `concepts`) in many chunks at
     once, as `NameDictionary.find` finds them chunk by chunk, added up by concept.
 
     Concepts are most of a corpus' mentions (a dozen a sentence), and finding them a word and a mention at
-    a time was most of a graph build's linking. Here each word becomes an integer once (a dictionary lookup
-    in C) and the matching runs over the arrays of a whole block: at each word the two-word concept it
-    starts, else the one-word concept it is, each concept once a sentence: what `find` finds with a
-    dictionary of one- and two-word names that is not `proper` (tested against it)."""
+    a time was most of a graph build's linking. Here the words are integers (`WordBlock`) and the matching
+    runs over the arrays of a whole block: at each word the two-word concept it starts, else the one-word
+    concept it is, each concept once a sentence: what `find` finds with a dictionary of one- and two-word
+    names that is not `proper` (tested against it)."""
 
     def __init__(self, dictionary: NameDictionary) -> None:
         if not dictionary.concepts or dictionary.proper:
@@ -233,9 +308,7 @@ class ConceptFinder:
         self._keys = list(dictionary.names)
         self._concept = {key: i for i, key in enumerate(self._keys)}
         self._lengths_from = dictionary._lengths_from
-        # Folded word -> id and written word -> id, each new word the next id.
-        self._ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
-        self._surface_ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
+        self._block = WordBlock(surfaces=True)
         # Per word id: the one-word concept it is (-1: none), whether it starts a two-word one, whether it
         # is ASCII, whether it ends in a possessive (a span's key is then not its words joined, `_span_key`).
         self._one = np.zeros(0, dtype=np.int64)
@@ -243,7 +316,7 @@ class ConceptFinder:
         self._ascii = np.zeros(0, dtype=bool)
         self._possessive = np.zeros(0, dtype=bool)
         pairs = [key.split() for key in self._keys]
-        ids = self._ids
+        ids = self._block.ids
         codes = np.asarray(
             [(ids[w[0]] << 32) | ids[w[1]] if len(w) == 2 else -1 for w in pairs],
             dtype=np.int64,
@@ -251,31 +324,14 @@ class ConceptFinder:
         order = np.argsort(codes, kind="stable")
         keep = codes[order] >= 0
         self._pair_codes, self._pair_concepts = codes[order][keep], order[keep]
-        self._reset()
-
-    def _reset(self) -> None:
-        self._words: array[int] = array("q")
-        self._surfaces: array[int] = array("q")
-        self._sentence_words: array[int] = array("q")  # words in each sentence
-        self._sentence_chunk: array[int] = array("q")
-        self._sentence_span: array[int] = array("q")  # start, end of each sentence
-        self._chunks = 0
 
     def add(self, sentences: Iterable[SentenceWords]) -> None:
         """The next chunk's sentences (`sentence_words` of its text)."""
-        word_id, surface_id = self._ids.__getitem__, self._surface_ids.__getitem__
-        for s in sentences:
-            # A new word takes the next id (the dictionaries' default): one lookup in C a word.
-            self._words.extend(map(word_id, s.keys))
-            self._surfaces.extend(map(surface_id, s.words))
-            self._sentence_words.append(len(s.keys))
-            self._sentence_chunk.append(self._chunks)
-            self._sentence_span.extend((s.start, s.end))
-        self._chunks += 1
+        self._block.add(sentences)
 
     def _grow(self) -> None:
         """Per word id arrays for the words seen since the last block."""
-        words = list(self._ids)[len(self._one) :]
+        words = self._block.new_words(len(self._one))
         if not words:
             return
         lengths = [self._lengths_from.get(w, ()) for w in words]
@@ -295,12 +351,9 @@ class ConceptFinder:
     def found(self) -> list[FoundConcept]:
         """The concepts the chunks added since the last call mention, in dictionary order; starts anew."""
         self._grow()
-        words = np.frombuffer(self._words, dtype=np.int64)
+        words, sentence, chunk_of = self._block.word_arrays()
         n = len(words)
-        lengths = np.frombuffer(self._sentence_words, dtype=np.int64)
-        sentence = np.repeat(np.arange(len(lengths)), lengths)
-        last = np.zeros(n, dtype=bool)
-        last[(np.cumsum(lengths) - 1)[lengths > 0]] = True
+        last = np.r_[sentence[1:] != sentence[:-1], True] if n else np.zeros(0, dtype=bool)
         # Two-word concepts: the words that start one, and the word after them in the same sentence.
         at = np.flatnonzero(self._starts_pair[words] & ~last)
         first_word, second_word = words[at], words[at + 1]
@@ -312,7 +365,7 @@ class ConceptFinder:
         # A span that is not ASCII or ends in a possessive has a key of its own (`_span_key`): looked up.
         plain = self._ascii[first_word] & self._ascii[second_word] & ~self._possessive[second_word]
         if not plain.all():
-            spelled = list(self._ids)
+            spelled = self._block.spelled()
             for i in at[~plain]:
                 key = _span_key(spelled[words[i]] + " " + spelled[words[i + 1]])
                 pair[i] = self._concept.get(key, -1)
@@ -326,19 +379,23 @@ class ConceptFinder:
         places = np.concatenate([pairs, ones])
         concept = np.concatenate([pair[pairs], one[ones]])
         size = np.concatenate([np.full(len(pairs), 2), np.ones(len(ones), dtype=np.int64)])
-        out = self._sum_up(places, concept, size, sentence)
-        self._reset()
+        out = self._sum_up(places, concept, size, sentence, chunk_of)
+        self._block.clear()
         return out
 
     def _sum_up(
-        self, places: np.ndarray, concept: np.ndarray, size: np.ndarray, sentence: np.ndarray
+        self,
+        places: np.ndarray,
+        concept: np.ndarray,
+        size: np.ndarray,
+        sentence: np.ndarray,
+        chunk_of: np.ndarray,
     ) -> list[FoundConcept]:
         order = np.lexsort((places, concept))  # by concept, then where in the block
         places, concept, size = places[order], concept[order], size[order]
         if not len(places):
             return []
-        chunk_of = np.frombuffer(self._sentence_chunk, dtype=np.int64)
-        span = np.frombuffer(self._sentence_span, dtype=np.int64).reshape(-1, 2)
+        span = np.frombuffer(self._block.sentence_span, dtype=np.int64).reshape(-1, 2)
         chunk = chunk_of[sentence[places]]
         starts = np.flatnonzero(np.r_[True, concept[1:] != concept[:-1]])
         bounds = np.r_[starts, len(places)]
@@ -347,7 +404,7 @@ class ConceptFinder:
         chunk_starts = np.searchsorted(np.flatnonzero(new_chunk), bounds)
         chunk_list: list[int] = chunk[new_chunk].tolist()
         # Surfaces: the written words of each mention, counted per concept in the order they came.
-        surfaces = np.frombuffer(self._surfaces, dtype=np.int64)
+        surfaces = np.frombuffer(self._block.surfaces, dtype=np.int64)
         second = np.where(size == 2, surfaces[np.minimum(places + 1, len(surfaces) - 1)] + 1, 0)
         written = (surfaces[places] << 32) | second
         _u, form = np.unique(written, return_inverse=True)
@@ -355,7 +412,7 @@ class ConceptFinder:
         unique_keyed, first, counts = np.unique(keyed, return_index=True, return_counts=True)
         by_first = np.lexsort((first, unique_keyed // (len(places) + 1)))
         first, counts = first[by_first], counts[by_first]
-        spelled = list(self._surface_ids)
+        spelled = list(self._block.surface_ids or ())
         texts = [
             spelled[surfaces[p]] + (" " + spelled[surfaces[p + 1]] if s == 2 else "")
             for p, s in zip(places[first].tolist(), size[first].tolist(), strict=True)

@@ -69,3 +69,30 @@ def test_ascii_sentences_fold_as_any_other_sentence() -> None:
         for keys in (plain.keys, general.keys, [*plain.keys, "x's"]):
             spans = [" ".join(keys[i:j]) for i in range(len(keys)) for j in range(i + 1, len(keys) + 1)]
             assert [_span_key(span) for span in spans] == [normalize_name(span) for span in spans]
+
+
+def test_a_word_block_keeps_its_ids_from_block_to_block_and_through_pickle() -> None:
+    import pickle
+
+    from hybridrag.indexing.analysis.phrases import WordBlock
+
+    block = WordBlock(surfaces=True)
+    block.add(sentence_words("Tumour necrosis factor. The tumour grows."))
+    block.add(sentence_words("NECROSIS again."))
+    words, sentence, chunk = block.word_arrays()
+    spelled = block.spelled()
+    assert [spelled[w] for w in words.tolist()] == [
+        *"tumour necrosis factor the tumour grows necrosis again".split()
+    ]
+    assert sentence.tolist() == [0, 0, 0, 1, 1, 1, 2, 2] and chunk.tolist() == [0, 0, 1]
+    assert list(block.sentence_span) == [0, 23, 24, 41, 0, 15]
+    assert len(block.surface_ids or ()) == 8  # "NECROSIS" is written otherwise than "necrosis"
+    block.clear()
+    sent = pickle.loads(pickle.dumps(block))
+    for b in (block, sent):  # a known word keeps its id, a new one takes the next
+        b.add(sentence_words("factor cells"))
+        assert b.word_arrays()[0].tolist() == [2, 6] and b.new_words(6) == ["cells"]
+        assert b.word_arrays()[2].tolist() == [0]
+    plain = WordBlock()
+    plain.add(sentence_words("Tumour necrosis."))
+    assert plain.surface_ids is None and len(plain.surfaces) == 0 and len(plain.sentence_span) == 0
