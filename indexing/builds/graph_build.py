@@ -7,6 +7,7 @@ regraph, and `stores.graph_arrays` derives what the service maps from them.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -368,7 +369,9 @@ class _Tally:
         if title_keys and (whole := article_key(chunk.title)) in title_keys:
             self.articles.add(whole)
         chunk_id, descriptions = chunk.chunk_id, self.descriptions
-        # Bound once a chunk: this loop runs for every mention of the corpus (a dozen concepts a sentence).
+        # Bound once a chunk: this loop runs for every mention of the corpus, and the pairs' loop below for
+        # every pair of names in a sentence. A count goes up by `get` (a `Counter`'s missing key costs a
+        # call in Python).
         types, node_types, named, surfaces, chunks = (
             self.types,
             self.node_types,
@@ -378,10 +381,12 @@ class _Tally:
         )
         for m in chunk.mentions:
             key = m.key
-            (node_types if m.node_only else types)[key][m.type] += 1
+            typed = (node_types if m.node_only else types)[key]
+            typed[m.type] = typed.get(m.type, 0) + 1
             if not m.concept:
                 named.add(key)
-            surfaces[key][m.surface] += 1
+            written = surfaces[key]
+            written[m.surface] = written.get(m.surface, 0) + 1
             chunks[key][chunk_id] = None
             if m.sentence_start >= 0:
                 # Concepts relate to nothing: a sentence holds a dozen of them, and their pairs would outnumber
@@ -391,26 +396,25 @@ class _Tally:
                 if key not in descriptions:
                     descriptions[key] = chunk.text[m.sentence_start : m.sentence_end]
         for key in title_keys:
-            self.descriptions.setdefault(key, chunk.text[:200])
-            self.title_chunks[key][chunk.chunk_id] = None
+            descriptions.setdefault(key, chunk.text[:200])
+            self.title_chunks[key][chunk_id] = None
         chunk_sentences = []
+        entity_sentences, pair_count = self.entity_sentences, self.pair_count
+        pair_chunks, pair_evidence = self.pair_chunks, self.pair_evidence
         for (start, end), in_sentence in sorted(by_sentence.items()):
             present = in_sentence | title_keys
             self.sentence_count += 1
-            self.entity_sentences.update(present)
+            for key in present:
+                entity_sentences[key] = entity_sentences.get(key, 0) + 1
             chunk_sentences.append((start, end, present))
-            ordered = sorted(present)
-            for i, a in enumerate(ordered):
-                for b in ordered[i + 1 :]:
-                    pair = (a, b)
-                    self.pair_count[pair] += 1
-                    self.pair_chunks[pair][chunk.chunk_id] = None
-                    if len(self.pair_evidence[pair]) < MAX_EVIDENCE:
-                        # Offsets into the chunk text, not a copy of the sentence: the graph stays small.
-                        self.pair_evidence[pair].append(
-                            {"chunkId": chunk.chunk_id, "start": start, "end": end}
-                        )
-        self.sentences_by_chunk[chunk.chunk_id] = chunk_sentences
+            for pair in itertools.combinations(sorted(present), 2):
+                pair_count[pair] = pair_count.get(pair, 0) + 1
+                pair_chunks[pair][chunk_id] = None
+                evidence = pair_evidence[pair]
+                if len(evidence) < MAX_EVIDENCE:
+                    # Offsets into the chunk text, not a copy of the sentence: the graph stays small.
+                    evidence.append({"chunkId": chunk_id, "start": start, "end": end})
+        self.sentences_by_chunk[chunk_id] = chunk_sentences
 
     def merge(self, other: _Tally) -> None:
         """Add the tally of chunks that come after this one's: every count, list and first occurrence
