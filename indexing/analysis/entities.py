@@ -284,6 +284,7 @@ class EntityExtractor:
         unique = list(dict.fromkeys(caseless))  # a repeated sentence is read once
         tagged = dict(zip(unique, self._tagger.tag(unique), strict=True)) if self._tagger is not None else {}
         read = self._tagger_readings(cased)
+        typed = self._typer_readings(cased)
         pieces: dict[str, Pieces | None] = {}
         if self._japanese is not None and japanese:
             distinct = list(dict.fromkeys(japanese))
@@ -299,7 +300,7 @@ class EntityExtractor:
                     continue
                 if how == "cased":
                     for surface, kind, reading in self._english_read(
-                        sentence, cased[sentence], read.get(sentence)
+                        sentence, cased[sentence], read.get(sentence), typed.get(sentence, {})
                     ):
                         if reading is not None:
                             readings[len(mentions)] = reading
@@ -402,6 +403,30 @@ class EntityExtractor:
         )
         return dict(zip(sentences, read, strict=True))
 
+    def _typer_readings(
+        self, cased: dict[str, list[NameSpan]]
+    ) -> dict[str, dict[int, tuple[str, np.ndarray | None]]]:
+        """The typer's reading of every name of these sentences whose type `_english_read` leaves to a
+        model, by sentence and the name's place in it: its type, and its probabilities of the tagger's
+        kinds (None without a tagger). All of them scored together (`SpanTyper.scores_many`)."""
+        typer = self._typer
+        if typer is None:
+            return {}
+        asked = [
+            (s, k, span) for s, spans in cased.items() for k, span in enumerate(spans) if _model_typed(span)
+        ]
+        if not asked:
+            return {}
+        scores = typer.scores_many(
+            [span_features(s, span.start, span.end, span.rule_type, casing=True) for s, _k, span in asked]
+        )
+        kinds = [typer.classes[i] for i in np.argmax(scores, axis=1).tolist()]
+        chances = typer.probabilities_many(scores, self._tagger.kinds) if self._tagger is not None else None
+        out: dict[str, dict[int, tuple[str, np.ndarray | None]]] = {}
+        for n, (s, k, _span) in enumerate(asked):
+            out.setdefault(s, {})[k] = (kinds[n], None if chances is None else chances[n])
+        return out
+
     def _english(self, sentence: str, title_case: bool = False) -> list[tuple[str, str]]:
         return [
             (name, kind)
@@ -409,7 +434,11 @@ class EntityExtractor:
         ]
 
     def _english_read(
-        self, sentence: str, spans: list[NameSpan], readings: Sequence[np.ndarray | None] | None = None
+        self,
+        sentence: str,
+        spans: list[NameSpan],
+        readings: Sequence[np.ndarray | None] | None = None,
+        typed: dict[int, tuple[str, np.ndarray | None]] | None = None,
     ) -> list[tuple[str, str, np.ndarray | None]]:
         """The names capitalisation found (`spans`) with their types, and the models' reading where they
         typed one. A personal title ("Dr.", "Queen") says person and a name the lexicon knows says its
@@ -419,20 +448,23 @@ class EntityExtractor:
         is the most probable under the product of their probabilities, unweighted (typed F1 on the
         English dev file: the typer alone 0.606, the tagger alone 0.689, both 0.691, 0.689 with the int8
         export; benchmarks/README.md).
-        Without the tagger, the typer alone."""
+        Without the tagger, the typer alone. `typed`: the typer's readings (`_typer_readings`) when the
+        caller has them."""
+        if typed is None:
+            typed = self._typer_readings({sentence: spans}).get(sentence, {})
         found: list[tuple[str, str, np.ndarray | None]] = []
         for k, span in enumerate(spans):
             kind, reading = span.rule_type, None
             if _model_typed(span):
                 reading = readings[k] if readings is not None else None
-                features = span_features(sentence, span.start, span.end, kind, casing=True)
+                typer_kind, chances = typed.get(k, (None, None))
                 if reading is not None and self._tagger is not None:
-                    if self._typer is not None:
-                        reading = reading * self._typer.probabilities(features, self._tagger.kinds)
+                    if chances is not None:
+                        reading = reading * chances
                         reading = reading / max(float(reading.sum()), 1e-12)
                     kind = self._tagger.kinds[int(np.argmax(reading))]
-                elif self._typer is not None:
-                    kind = self._typer.type_of(features)
+                elif typer_kind is not None:
+                    kind = typer_kind
             found.append((span.name, kind, reading))
         return found
 

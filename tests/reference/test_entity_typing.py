@@ -92,6 +92,43 @@ def test_typer_weights_round_trip_and_name_themselves(tmp_path: Path) -> None:
         SpanTyper({"a": 0}, np.zeros((2, 4)), np.zeros(4), typer.classes)
 
 
+def test_names_typed_together_get_the_numbers_each_gets_alone() -> None:
+    """`scores_many` (a build's names scored in one pass) equals `scores` of each, to the bit: a name
+    without any known feature, lists of every length, none at all, and lists whose sum another order of
+    adding (numpy's pairwise `reduceat`) rounds otherwise."""
+    typer = packaged_typer()
+    names = [
+        ("He joined Goldman Sachs in 1999.", 10, 23, "person"),
+        ("The Bank of England raised rates, said Mark Carney in London.", 4, 19, "other"),
+        ("The Bank of England raised rates, said Mark Carney in London.", 39, 50, "person"),
+        ("Visited Toyota.", 8, 14, "place"),
+    ]
+    features = [span_features(s, a, b, kind, casing=True) for s, a, b, kind in names]
+    features += [["zzz-no-such-feature"], []]
+    kinds = ["place", "person", "other", "organization"]
+    rng = np.random.default_rng(0)
+    weights = rng.standard_normal((1000, 4)).astype(np.float32)
+    made = SpanTyper({f"f{i}": i for i in range(1000)}, weights, np.ones(4, np.float32), typer.classes)
+    drawn = [[f"f{i}" for i in rng.integers(0, 1000, size=n)] for n in rng.integers(8, 17, size=300)]
+    rounded = [
+        names
+        for names in drawn
+        if not np.array_equal(
+            np.add.reduceat(weights[[int(f[1:]) for f in names]], [0], axis=0)[0] + 1, made.scores(names)
+        )
+    ]
+    assert rounded
+    for model, lists in ((typer, features), (made, rounded + drawn[:50] + [[]])):
+        together = model.scores_many(lists)
+        assert together.shape == (len(lists), len(model.classes))
+        for row, alone in zip(together, lists, strict=True):
+            assert np.array_equal(row, model.scores(alone))
+        chances = model.probabilities_many(together, kinds)
+        for row, alone in zip(chances, lists, strict=True):
+            assert np.array_equal(row, model.probabilities(alone, kinds))
+    assert typer.scores_many([]).shape == (0, len(typer.classes))
+
+
 _TRAINING_ROWS = [
     ("John Smith works for Acme Corp in Boston .", ["B-PER", "I-PER", "O", "O", "B-ORG", "I-ORG", "O", "B-LOC", "O"]),
     ("Mary Jones visited Paris with Globex Inc .", ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG", "O"]),
