@@ -472,9 +472,8 @@ class EntityExtractor:
         """Capitalised names in an English sentence, with the rules' type."""
         found: list[NameSpan] = []
         for match in _CAP_SEQ.finditer(sentence):
-            words = [
-                w.rstrip(".") if w.rstrip(".").lower() in _TITLES_EN else w for w in match.group().split()
-            ]
+            group = match.group()
+            words = [w.rstrip(".") if w.rstrip(".").lower() in _TITLES_EN else w for w in group.split()]
             # Drop leading function words capitalised only because they start the sentence.
             while words and words[0].lower() in _NOT_NAMES:
                 words = words[1:]
@@ -486,16 +485,19 @@ class EntityExtractor:
             phrase = " ".join(words).rstrip(".,;:")
             if len(phrase) < 2 or phrase.lower() in ENGLISH_STOPWORDS:
                 continue
-            begin = match.start() + match.group().find(words[0])
-            at_start = sentence[:begin].strip() == "" or sentence[:begin].rstrip().endswith(('"', "(", "“"))
+            begin = match.start() + group.find(words[0])
+            before = sentence[:begin]
+            kept = before.rstrip()
+            at_start = not kept or kept.endswith(('"', "(", "“"))
             if at_start and not title_case and len(words) == 1 and not _ACRONYM.fullmatch(phrase):
                 continue  # a lone capitalised first word is usually just the start of a sentence
             # Where the name is written: the match less what was dropped before it ("The", a title) and
             # after it (closing punctuation).
-            end = match.end() - (len(match.group().rstrip()) - len(match.group().rstrip().rstrip(".,;:")))
+            written = group.rstrip()
+            end = match.end() - (len(written) - len(written.rstrip(".,;:")))
             end = max(end, begin + 1)
             sure = self.sure_type(words)
-            kind = sure if sure is not None else self._context_type(words, sentence[:begin], title)
+            kind = sure if sure is not None else self._context_type(words, kept, title)
             found.append(NameSpan(phrase, begin, end, kind, title, sure is not None))
         return found
 
@@ -527,7 +529,8 @@ class EntityExtractor:
         the shape of a personal name."""
         if title:
             return PERSON
-        previous = before.rstrip().split()[-1].lower() if before.strip() else ""
+        # The last word, not the whole prefix split (a long sentence's names each read it).
+        previous = before.rsplit(None, 1)[-1].lower() if before.strip() else ""
         if previous in _PLACE_PREP:
             return PLACE
         if 2 <= len(words) <= 3 and all(w[:1].isupper() and w[1:].islower() for w in words):
