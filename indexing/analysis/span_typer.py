@@ -136,7 +136,7 @@ class SpanTyper:
         lengths = np.fromiter(map(len, known), dtype=np.int64, count=len(known))
         width = int(lengths.max(initial=0))
         rows = np.full((len(known), max(width, 1)), len(self._vocabulary), dtype=np.int64)
-        rows[np.arange(width) < lengths[:, None]] = [i for r in known for i in r]
+        rows[np.arange(rows.shape[1]) < lengths[:, None]] = [i for r in known for i in r]
         return self._padded[rows].sum(axis=1) + self._bias
 
     def probabilities_many(self, scores: np.ndarray, classes: Sequence[str]) -> np.ndarray:

@@ -127,6 +127,10 @@ def test_names_typed_together_get_the_numbers_each_gets_alone() -> None:
         for row, alone in zip(chances, lists, strict=True):
             assert np.array_equal(row, model.probabilities(alone, kinds))
     assert typer.scores_many([]).shape == (0, len(typer.classes))
+    for nothing_known in ([[]], [["zzz-no-such-feature"], []]):  # no row to add at all: the bias
+        assert np.array_equal(
+            typer.scores_many(nothing_known), np.stack([typer.scores([])] * len(nothing_known))
+        )
 
 
 _TRAINING_ROWS = [
