@@ -408,7 +408,7 @@ class EntityExtractor:
     ) -> dict[str, dict[int, tuple[str, np.ndarray | None]]]:
         """The typer's reading of every name of these sentences whose type `_english_read` leaves to a
         model, by sentence and the name's place in it: its type, and its probabilities of the tagger's
-        kinds (None without a tagger). All of them scored together (`SpanTyper.scores_many`)."""
+        kinds (None unless the tagger types names). All of them scored together (`SpanTyper.scores_many`)."""
         typer = self._typer
         if typer is None:
             return {}
@@ -421,7 +421,10 @@ class EntityExtractor:
             [span_features(s, span.start, span.end, span.rule_type, casing=True) for s, _k, span in asked]
         )
         kinds = [typer.classes[i] for i in np.argmax(scores, axis=1).tolist()]
-        chances = typer.probabilities_many(scores, self._tagger.kinds) if self._tagger is not None else None
+        # Only a tagger's reading is multiplied by them (`_english_read`); typer typing has none.
+        chances = None
+        if self._tagger is not None and self._tagger_types:
+            chances = typer.probabilities_many(scores, self._tagger.kinds)
         out: dict[str, dict[int, tuple[str, np.ndarray | None]]] = {}
         for n, (s, k, _span) in enumerate(asked):
             out.setdefault(s, {})[k] = (kinds[n], None if chances is None else chances[n])

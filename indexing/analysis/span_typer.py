@@ -123,34 +123,30 @@ class SpanTyper:
         )
 
     def scores(self, features: list[str]) -> np.ndarray:
-        rows = [i for i in map(self._vocabulary.get, features) if i is not None]
-        return self._weights[rows].sum(axis=0) + self._bias
+        """One name's score of each class (`scores_many` of one list)."""
+        return self.scores_many([features])[0]
 
     def scores_many(self, features: Sequence[list[str]]) -> np.ndarray:
-        """`scores` of each feature list, one row each, in one pass over the weights: a build types
-        millions of names, and a numpy call per name was most of the typing's time. Each row adds its
-        weights in the order `scores` adds them (the shorter lists padded with a zero row after), so the
-        numbers are the same to the bit (`np.add.reduceat` sums in another order)."""
+        """The score of each class for each feature list (a name), one row each, in one pass over the
+        weights: a build types millions of names, and a numpy call per name was most of the typing's
+        time. A row adds its known features' weights one after another in the list's order (the shorter
+        lists padded with a zero row after), then the bias; so a name's numbers do not depend on the
+        batch it is scored in (`np.add.reduceat` sums in pairs, and rounds otherwise)."""
         look = self._vocabulary.get
         known = [[i for i in map(look, names) if i is not None] for names in features]
         lengths = np.fromiter(map(len, known), dtype=np.int64, count=len(known))
-        width = int(lengths.max(initial=0))
-        rows = np.full((len(known), max(width, 1)), len(self._vocabulary), dtype=np.int64)
+        rows = np.full(
+            (len(known), max(int(lengths.max(initial=0)), 1)), len(self._vocabulary), dtype=np.int64
+        )
         rows[np.arange(rows.shape[1]) < lengths[:, None]] = [i for r in known for i in r]
         return self._padded[rows].sum(axis=1) + self._bias
 
     def probabilities_many(self, scores: np.ndarray, classes: Sequence[str]) -> np.ndarray:
-        """`probabilities` of each row of `scores_many`: a row per name, a column per one of `classes`."""
+        """The model's probability of each of `classes` (each one of its own), softmaxed over its classes,
+        for each row of `scores_many`: a row per name, a column per one of `classes`."""
         p = np.exp(scores - scores.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
         return p[:, [self.classes.index(c) for c in classes]].astype(np.float32)
-
-    def probabilities(self, features: list[str], classes: Sequence[str]) -> np.ndarray:
-        """The model's probability of each of `classes` (each one of its own), softmaxed over its classes."""
-        scores = self.scores(features)
-        p = np.exp(scores - scores.max())
-        p /= p.sum()
-        return np.array([p[self.classes.index(c)] for c in classes], dtype=np.float32)
 
     def type_of(self, features: list[str]) -> str:
         return self.classes[int(np.argmax(self.scores(features)))]

@@ -13,7 +13,7 @@ from hybridrag.benchmarks.entities import run_entities
 from hybridrag.benchmarks.fitting.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor, normalize_name
-from hybridrag.indexing.analysis.span_typer import SpanTyper, packaged_typer, span_features
+from hybridrag.indexing.analysis.span_typer import FOLDER, SpanTyper, packaged_typer, span_features
 from tests.conftest import needs_shared, shared_path
 
 ANALYZER = Analyzer()
@@ -92,10 +92,29 @@ def test_typer_weights_round_trip_and_name_themselves(tmp_path: Path) -> None:
         SpanTyper({"a": 0}, np.zeros((2, 4)), np.zeros(4), typer.classes)
 
 
+def _by_hand(
+    vocabulary: dict[str, int], weights: np.ndarray, bias: np.ndarray, names: list[str]
+) -> np.ndarray:
+    """A name's scores as the typer is meant to add them: its known features' weights one after another
+    in the list's order, then the bias."""
+    total = np.zeros(weights.shape[1], np.float32)
+    for name in names:
+        if name in vocabulary:
+            total = total + weights[vocabulary[name]]
+    return total + bias
+
+
+def _softmax_of(scores: np.ndarray, classes: list[str], kinds: list[str]) -> np.ndarray:
+    p = np.exp(scores - scores.max())
+    p /= p.sum()
+    return np.array([p[classes.index(c)] for c in kinds], dtype=np.float32)
+
+
 def test_names_typed_together_get_the_numbers_each_gets_alone() -> None:
-    """`scores_many` (a build's names scored in one pass) equals `scores` of each, to the bit: a name
-    without any known feature, lists of every length, none at all, and lists whose sum another order of
-    adding (numpy's pairwise `reduceat`) rounds otherwise."""
+    """`scores_many` (a build's names scored in one pass) gives each name the numbers of its own
+    features added one after another, to the bit, whatever else is in the batch: a name without any
+    known feature, lists of every length, none at all, and lists whose sum another order of adding
+    (numpy's pairwise `reduceat`) rounds otherwise. `scores` (one name) is the same."""
     typer = packaged_typer()
     names = [
         ("He joined Goldman Sachs in 1999.", 10, 23, "person"),
@@ -106,31 +125,38 @@ def test_names_typed_together_get_the_numbers_each_gets_alone() -> None:
     features = [span_features(s, a, b, kind, casing=True) for s, a, b, kind in names]
     features += [["zzz-no-such-feature"], []]
     kinds = ["place", "person", "other", "organization"]
+    packaged = np.load(FOLDER / "weights.npz", allow_pickle=False)
     rng = np.random.default_rng(0)
     weights = rng.standard_normal((1000, 4)).astype(np.float32)
-    made = SpanTyper({f"f{i}": i for i in range(1000)}, weights, np.ones(4, np.float32), typer.classes)
+    made_vocabulary = {f"f{i}": i for i in range(1000)}
+    made = SpanTyper(made_vocabulary, weights, np.ones(4, np.float32), typer.classes)
     drawn = [[f"f{i}" for i in rng.integers(0, 1000, size=n)] for n in rng.integers(8, 17, size=300)]
     rounded = [
         names
         for names in drawn
         if not np.array_equal(
-            np.add.reduceat(weights[[int(f[1:]) for f in names]], [0], axis=0)[0] + 1, made.scores(names)
+            np.add.reduceat(weights[[int(f[1:]) for f in names]], [0], axis=0)[0] + 1,
+            _by_hand(made_vocabulary, weights, np.ones(4, np.float32), names),
         )
     ]
     assert rounded
-    for model, lists in ((typer, features), (made, rounded + drawn[:50] + [[]])):
+    cases = (
+        (typer, packaged["weights"].astype(np.float32), packaged["bias"].astype(np.float32), features),
+        (made, weights, np.ones(4, np.float32), rounded + drawn[:50] + [[]]),
+    )
+    for model, w, b, lists in cases:
         together = model.scores_many(lists)
         assert together.shape == (len(lists), len(model.classes))
-        for row, alone in zip(together, lists, strict=True):
-            assert np.array_equal(row, model.scores(alone))
         chances = model.probabilities_many(together, kinds)
-        for row, alone in zip(chances, lists, strict=True):
-            assert np.array_equal(row, model.probabilities(alone, kinds))
+        for row, chance, alone in zip(together, chances, lists, strict=True):
+            expected = _by_hand(model.vocabulary, w, b, alone)
+            assert np.array_equal(row, expected)
+            assert np.array_equal(model.scores(alone), expected)
+            assert np.array_equal(chance, _softmax_of(expected, model.classes, kinds))
     assert typer.scores_many([]).shape == (0, len(typer.classes))
+    bias = packaged["bias"].astype(np.float32)
     for nothing_known in ([[]], [["zzz-no-such-feature"], []]):  # no row to add at all: the bias
-        assert np.array_equal(
-            typer.scores_many(nothing_known), np.stack([typer.scores([])] * len(nothing_known))
-        )
+        assert np.array_equal(typer.scores_many(nothing_known), np.stack([bias] * len(nothing_known)))
 
 
 _TRAINING_ROWS = [
