@@ -249,7 +249,7 @@ def _concept_tally(found: Sequence[FoundConcept], block: Sequence[ChunkMentions]
         chunk, start, end = f.first
         tally.node_types[f.key] = Counter({OTHER: f.mentions})
         tally.surfaces[f.key] = Counter(f.surfaces)
-        tally.chunks[f.key] = {block[i].chunk_id: None for i in f.chunks}
+        tally.chunks[f.key] = [block[i].chunk_id for i in f.chunks]
         tally.descriptions[f.key] = block[chunk].text[start:end]
     return tally
 
@@ -347,12 +347,16 @@ class _Tally:
     types: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     node_types: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # node-only
     surfaces: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
-    chunks: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
-    title_chunks: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
+    # The chunks of a name and of a pair, each once, in chunk order: lists (8 bytes a chunk, against ~50 for
+    # the dicts they were), since a chunk is tallied once and its entries are appended together (`add`).
+    chunks: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    title_chunks: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     descriptions: dict[str, str] = field(default_factory=dict)
     pair_count: Counter[tuple[str, str]] = field(default_factory=Counter)
-    pair_chunks: dict[tuple[str, str], dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
-    pair_evidence: dict[tuple[str, str], list[dict[str, Any]]] = field(
+    pair_chunks: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
+    # A pair's first sentences as (chunk id, start, end): a tuple is a quarter of a dict's bytes, and a
+    # corpus has a few for each of its pairs (`relations` makes them the relation's dicts).
+    pair_evidence: dict[tuple[str, str], list[tuple[str, int, int]]] = field(
         default_factory=lambda: defaultdict(list)
     )
     articles: set[str] = field(default_factory=set)  # names a document's whole title spells
@@ -360,8 +364,8 @@ class _Tally:
     sentence_count: int = 0
     entity_sentences: Counter[str] = field(default_factory=Counter)
     # A chunk's sentences with names: their offsets in its text (not copies: the shards send their tallies
-    # to be merged) and the names in each.
-    sentences_by_chunk: dict[str, list[tuple[int, int, set[str]]]] = field(default_factory=dict)
+    # to be merged) and the names in each (a tuple: a set is ~200 bytes more, for every such sentence).
+    sentences_by_chunk: dict[str, list[tuple[int, int, tuple[str, ...]]]] = field(default_factory=dict)
 
     def add(self, chunk: ChunkMentions) -> None:
         by_sentence: dict[tuple[int, int], set[str]] = defaultdict(set)
@@ -387,7 +391,9 @@ class _Tally:
                 named.add(key)
             written = surfaces[key]
             written[m.surface] = written.get(m.surface, 0) + 1
-            chunks[key][chunk_id] = None
+            held = chunks[key]
+            if not held or held[-1] != chunk_id:  # this chunk's entry is the last one if it has one
+                held.append(chunk_id)
             if m.sentence_start >= 0:
                 # Concepts relate to nothing: a sentence holds a dozen of them, and their pairs would outnumber
                 # every other edge (SciFact: a graph.json of 471 MB); they link passages through mentions.
@@ -397,7 +403,7 @@ class _Tally:
                     descriptions[key] = chunk.text[m.sentence_start : m.sentence_end]
         for key in title_keys:
             descriptions.setdefault(key, chunk.text[:200])
-            self.title_chunks[key][chunk_id] = None
+            self.title_chunks[key].append(chunk_id)
         chunk_sentences = []
         entity_sentences, pair_count = self.entity_sentences, self.pair_count
         pair_chunks, pair_evidence = self.pair_chunks, self.pair_evidence
@@ -406,31 +412,40 @@ class _Tally:
             self.sentence_count += 1
             for key in present:
                 entity_sentences[key] = entity_sentences.get(key, 0) + 1
-            chunk_sentences.append((start, end, present))
-            for pair in itertools.combinations(sorted(present), 2):
+            ordered = sorted(present)
+            chunk_sentences.append((start, end, tuple(ordered)))
+            for pair in itertools.combinations(ordered, 2):
                 pair_count[pair] = pair_count.get(pair, 0) + 1
-                pair_chunks[pair][chunk_id] = None
+                held = pair_chunks[pair]
+                if not held or held[-1] != chunk_id:
+                    held.append(chunk_id)
                 evidence = pair_evidence[pair]
                 if len(evidence) < MAX_EVIDENCE:
                     # Offsets into the chunk text, not a copy of the sentence: the graph stays small.
-                    evidence.append({"chunkId": chunk_id, "start": start, "end": end})
+                    evidence.append((chunk_id, start, end))
         self.sentences_by_chunk[chunk_id] = chunk_sentences
 
     def merge(self, other: _Tally) -> None:
         """Add the tally of chunks that come after this one's: every count, list and first occurrence
         (type, surface, description, evidence) ends as one tally of all the chunks in order would."""
-        # Per key: counters add up, ordered id sets (dicts) append the ids not yet held, both by `update`.
-        grouped: tuple[tuple[dict[Any, Any], dict[Any, Any]], ...] = (
+        # Per key: counters add up (`update`); chunk lists append the other's, whose chunks are other
+        # chunks (a shard's, a block's concepts', whose keys no name has: `_tallied`).
+        counted: tuple[tuple[dict[Any, Any], dict[Any, Any]], ...] = (
             (self.types, other.types),
             (self.node_types, other.node_types),
             (self.surfaces, other.surfaces),
+        )
+        for mine, theirs in counted:
+            for key, part in theirs.items():
+                mine[key].update(part)
+        listed: tuple[tuple[dict[Any, list[str]], dict[Any, list[str]]], ...] = (
             (self.chunks, other.chunks),
             (self.title_chunks, other.title_chunks),
             (self.pair_chunks, other.pair_chunks),
         )
-        for mine, theirs in grouped:
+        for ours, theirs in listed:
             for key, part in theirs.items():
-                mine[key].update(part)
+                ours[key].extend(part)
         for key, text in other.descriptions.items():
             self.descriptions.setdefault(key, text)
         self.pair_count.update(other.pair_count)
@@ -457,7 +472,7 @@ class _Tally:
             name=name,
             type=top,
             mentions=sum(self.types.get(key, {}).values()) + sum(self.node_types.get(key, {}).values()),
-            chunk_ids=list(self.chunks[key]),
+            chunk_ids=self.chunks[key],  # the tally's own list: not copied (millions of ids at 1M chunks)
             file_ids=list(dict.fromkeys(map(file_of.__getitem__, self.chunks[key]))),
             description=self.descriptions[key],
             aliases=sorted(s for s in self.surfaces[key] if s != name),
@@ -467,7 +482,9 @@ class _Tally:
         )
 
     def relations(self, ids: dict[str, str]) -> list[Relation]:
-        """The sentence co-occurrences as relations; `ids`: every key's entity id."""
+        """The sentence co-occurrences as relations; `ids`: every key's entity id. Called once: each pair's
+        evidence moves into its relation (the tally's copy is dropped as it goes, so a build's process does
+        not hold it twice)."""
         total = max(1, self.sentence_count)
         out = []
         for (a, b), count in sorted(self.pair_count.items()):
@@ -479,8 +496,10 @@ class _Tally:
                     target=ids[b],
                     count=count,
                     pmi=round(pmi, 4),
-                    chunk_ids=list(self.pair_chunks[(a, b)]),
-                    evidence=self.pair_evidence[(a, b)],
+                    chunk_ids=self.pair_chunks[(a, b)],
+                    evidence=[
+                        {"chunkId": c, "start": s, "end": e} for c, s, e in self.pair_evidence.pop((a, b))
+                    ],
                 )
             )
         return out
@@ -518,7 +537,7 @@ def synonym_pairs(
 def detect_communities(
     entities: list[Entity],
     relations: list[Relation],
-    sentences_by_chunk: dict[str, list[tuple[int, int, set[str]]]],
+    sentences_by_chunk: dict[str, list[tuple[int, int, tuple[str, ...]]]],
     key_of: dict[str, str],
     texts: dict[str, str],
 ) -> list[Community]:
@@ -571,7 +590,7 @@ def detect_communities(
         seen: set[str] = set()
         for order, chunk_id in enumerate(chunk_ids):
             for start, end, skeys in sentences_by_chunk.get(chunk_id, []):
-                hits = len(skeys & keys)
+                hits = sum(1 for k in skeys if k in keys)
                 if not hits:
                     continue
                 sentence = texts[chunk_id][start:end]

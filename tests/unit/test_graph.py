@@ -215,20 +215,28 @@ def test_mentions_link_to_the_title_entities_whose_names_they_contain() -> None:
 
 
 def test_a_names_files_are_its_chunks_files_in_the_order_they_came() -> None:
-    """The tally keeps a name's chunks; its files follow from them (each once, first chunk first), in one
-    process and in shards alike."""
+    """The tally keeps a name's chunks and a pair's; its files follow from them (each once, first chunk
+    first, however often the chunk names them), in one process and in shards alike."""
     texts = [
-        ("a1", "f-a", "Marie Curie worked in Paris."),
+        ("a1", "f-a", "Marie Curie worked in Paris. In Paris, Marie Curie met Pierre Curie."),
         ("b1", "f-b", "Marie Curie won a prize there."),
         ("a2", "f-a", "Marie Curie taught physics."),
-        ("c1", "f-c", "She moved to Paris in 1891."),
+        ("c1", "f-c", "She moved to Paris in 1891. Marie Curie stayed in Paris."),
     ]
     chunks = [ChunkMentions(cid, fid, text, EXTRACTOR.extract(text), "") for cid, fid, text in texts]
     for workers in (1, 2):
-        by_key = {e.name.lower(): e for e in build_graph(chunks, workers=workers).entities}
+        graph = build_graph(chunks, workers=workers)
+        by_key = {e.name.lower(): e for e in graph.entities}
         curie, paris = by_key["marie curie"], by_key["paris"]
-        assert curie.chunk_ids == ["a1", "b1", "a2"] and curie.file_ids == ["f-a", "f-b"]
+        assert curie.chunk_ids == ["a1", "b1", "a2", "c1"] and curie.file_ids == ["f-a", "f-b", "f-c"]
         assert paris.chunk_ids == ["a1", "c1"] and paris.file_ids == ["f-a", "f-c"]
+        (pair,) = [r for r in graph.relations if {r.source, r.target} == {curie.id, paris.id}]
+        assert pair.count == 3 and pair.chunk_ids == ["a1", "c1"]
+        assert pair.evidence == [
+            {"chunkId": "a1", "start": 0, "end": 28},
+            {"chunkId": "a1", "start": 29, "end": 68},
+            {"chunkId": "c1", "start": 28, "end": 56},
+        ]
 
 
 def test_lexicon_names_in_text_without_case_type_their_chunk_but_make_no_node() -> None:
