@@ -463,6 +463,9 @@ class VersionWrite:
                 for c in chunks
             )
             write_mentions(self.staging / MENTIONS, self.mentions, [c.chunk_id for c in chunks])
+            # Written, and nothing after this reads them: the Python objects of the arrays and tables below
+            # (a large build's last steps, near its memory's peak) reuse their memory instead of new heap.
+            self.mentions, self.given_mentions = {}, None
             for segment in mention_segments(self.staging):  # folded into mentions.arrow
                 segment.unlink()
             # The graph holds every passage: no link waits for it.

@@ -461,3 +461,21 @@ def _thresholds(_shard: Any) -> tuple[int, int, int]:
     import gc
 
     return gc.get_threshold()
+
+
+def test_a_child_beside_the_write_exits_once_its_result_is_sent() -> None:
+    """An `Aside` child ends when its work is done, not when the parent reads the result (a 1M build's
+    keyword child held ~3 GB through the whole graph stage); a result larger than the socket's buffer
+    still arrives whole, and leaving the block after a read result waits for a child already gone."""
+    from hybridrag.indexing.builds import shards
+
+    with shards.Aside(_repeated, "ab", 3) as small:
+        assert small._process.wait(timeout=120) == 0  # gone before its result is asked for
+        assert small.result() == "ababab"
+    with shards.Aside(_repeated, "x", 8 * 2**20) as large:
+        assert large.result() == "x" * 8 * 2**20
+        assert large._process.wait(timeout=120) == 0
+
+
+def _repeated(payload: str, times: int) -> str:
+    return payload * times
