@@ -130,8 +130,9 @@ class Aside:
             # No shard: the payload goes with the call, so the child lets it go once the call returns.
             self._conn.send(None)
             self._conn.send((_aside, (fn, payload, *args)))
-            # Then the end of its loop: the child exits once it has sent its result, rather than hold
-            # what its work left in its heap (a 1M build's keyword child, ~3 GB) until `result()` is read.
+            # Then the end of its loop: the child exits once it has sent its result, rather than hold what
+            # its work left in its heap until `result()` is read (a 1M build's keyword child lived through
+            # the graph stage: see benchmarks/README.md, "The keyword child leaves when it is done").
             self._conn.send(None)
         except BaseException:
             self._stop(failed=True)

@@ -464,9 +464,9 @@ def _thresholds(_shard: Any) -> tuple[int, int, int]:
 
 
 def test_a_child_beside_the_write_exits_once_its_result_is_sent() -> None:
-    """An `Aside` child ends when its work is done, not when the parent reads the result (a 1M build's
-    keyword child held ~3 GB through the whole graph stage); a result larger than the socket's buffer
-    still arrives whole, and leaving the block after a read result waits for a child already gone."""
+    """An `Aside` child ends when its work is done, not when the parent reads the result (a build's
+    keyword child lived, with its heap, through the whole graph stage); a result larger than the socket's
+    buffer still arrives whole, and leaving the block after a read result waits for a child already gone."""
     from hybridrag.indexing.builds import shards
 
     with shards.Aside(_repeated, "ab", 3) as small:
