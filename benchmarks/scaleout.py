@@ -273,11 +273,12 @@ def run_scaleout(
     rebuild_docs: int | None = None,
     compare_only: bool = False,
     write_rows: int = 4096,
+    name_typing: str = "tagger",
 ) -> dict[str, Any]:
     """`rebuild_docs`: the rebuild under load indexes the first this many documents (kept judged ones
     included) instead of the whole corpus again: a shorter rebuild, still a new version to switch to.
     `compare_only`: stop after the two builds and their comparison. `model` "none": no vectors (the chunks,
-    graph and keyword + graph results are compared)."""
+    graph and keyword + graph results are compared). `name_typing`: both builds' (`BuildConfig.name_typing`)."""
     from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
     from hybridrag.indexing.builds.distributed import RayPassages
     from hybridrag.indexing.stores import versions
@@ -292,8 +293,14 @@ def run_scaleout(
     rebuild_corpus = dataset.corpus
     if rebuild_docs is not None:
         rebuild_corpus = subset(full, work / "rebuild", rebuild_docs, 1).corpus
-    config = BuildConfig(embedding_model=None if model == "none" else model)
-    report: dict[str, Any] = {"date": now(), "machine": machine(), "dataset": dataset.name, "model": model}
+    config = BuildConfig(embedding_model=None if model == "none" else model, name_typing=name_typing)
+    report: dict[str, Any] = {
+        "date": now(),
+        "machine": machine(),
+        "dataset": dataset.name,
+        "model": model,
+        "nameTyping": name_typing,
+    }
 
     t0 = time.perf_counter()
     local = IndexBuilder(work / "local", config).build(dataset.corpus)
@@ -450,7 +457,8 @@ def to_markdown(report: dict[str, Any]) -> str:
                 f"{report['model']})",
                 "",
                 f"{report['date']}, {report['machine']['cores']} cores; Ray head + 2 one-CPU workers in a "
-                "network namespace, moto S3 server on loopback.",
+                "network namespace, moto S3 server on loopback; names typed by the "
+                f"{report.get('nameTyping', 'tagger')}.",
                 "",
                 markdown_table(
                     ["documents", "chunks", "local build s", "Ray build s", "same chunk ids", "same graph"],
@@ -485,7 +493,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"### Scale-out — Ray build to an S3-protocol bucket, two replicas ({report['dataset']}, {report['model']})",
         "",
         f"{report['date']}, {report['machine']['cores']} cores; Ray head + 2 one-CPU workers in a network "
-        "namespace, moto S3 server on loopback.",
+        f"namespace, moto S3 server on loopback; names typed by the {report.get('nameTyping', 'tagger')}.",
         "",
         markdown_table(
             ["documents", "chunks", "local build s", "Ray build s", "Ray / local"],

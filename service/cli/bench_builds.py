@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hybridrag.cli.bench import OutOpt, bench_app, synthetic_index
-from hybridrag.cli.commands import ModelOpt, offline
+from hybridrag.cli.commands import ModelOpt, NameTypingOpt, offline
 from hybridrag.indexing.models.embedders import DEFAULT_EMBEDDING_MODEL
 
 
@@ -179,6 +179,7 @@ def bench_scaleout(
         int, typer.Option(min=1, help="Rows per vector-table fragment an actor writes to the bucket")
     ] = 4096,
     embedding_model: ModelOpt = "minilm",
+    name_typing: NameTypingOpt = "tagger",
     out: OutOpt = None,
 ) -> None:
     """Ray build (head + 2 workers) to an S3-protocol bucket vs a local build, and two replicas following it
@@ -216,6 +217,7 @@ def bench_scaleout(
             rebuild_docs=rebuild_docs,
             compare_only=compare_only,
             write_rows=ray_write_rows,
+            name_typing=name_typing,
         )
     markdown = to_markdown(report)
     write_results(out or RESULTS / f"scaleout-{data.name}.json", report, markdown)

@@ -127,6 +127,19 @@ _BUILD_HELP = {
 }
 
 
+def _name_typing(value: str) -> str:
+    from hybridrag.indexing.builds.config import NAME_TYPINGS
+
+    if value not in NAME_TYPINGS:
+        raise typer.BadParameter(f"use one of {', '.join(NAME_TYPINGS)}")
+    return value
+
+
+NameTypingOpt = Annotated[
+    str, typer.Option("--name-typing", help=_BUILD_HELP["typing"], callback=_name_typing)
+]
+
+
 def _ray_passages(address: str | None, batch_size: int, out: str, device: str) -> Any:
     """The Ray passage engine on a running cluster (never one started here: Ray binds every interface)."""
     import importlib.util
@@ -178,12 +191,11 @@ def index_build(
         int, typer.Option("--ray-batch-size", min=1, help="Chunks per embedding call on a Ray actor")
     ] = 64,
     device: Annotated[str, typer.Option("--device", help=_BUILD_HELP["device"])] = "auto",
-    name_typing: Annotated[str, typer.Option("--name-typing", help=_BUILD_HELP["typing"])] = "tagger",
+    name_typing: NameTypingOpt = "tagger",
 ) -> None:
     """Build a new index version from SOURCE and switch `current` to it atomically."""
     offline()
     from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder, NothingToIndex, tqdm_progress
-    from hybridrag.indexing.builds.config import NAME_TYPINGS
     from hybridrag.indexing.models.embedders import DEVICES, ENCODERS, ModelUnavailable
 
     if not source.exists():
@@ -196,8 +208,6 @@ def index_build(
         raise typer.BadParameter("use local or ray", param_hint="--engine")
     if device not in DEVICES:
         raise typer.BadParameter(f"use one of {', '.join(DEVICES)}", param_hint="--device")
-    if name_typing not in NAME_TYPINGS:
-        raise typer.BadParameter(f"use one of {', '.join(NAME_TYPINGS)}", param_hint="--name-typing")
     passages = _ray_passages(address, ray_batch_size, out, device) if engine == "ray" else None
     config = BuildConfig(
         chunk_size=chunk_size,
