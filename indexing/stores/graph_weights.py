@@ -55,21 +55,33 @@ def walk_matrices(
     ]
     entity, chunk, to_entity, to_chunk = _mention_edges(entities, order)
     n = ne + len(order)
-    directed = sparse.csr_matrix(  # duplicates add up
-        (
-            np.concatenate([np.asarray(weights, dtype=np.float64), to_entity, to_chunk]),
-            (
-                np.concatenate([np.asarray(rows, dtype=np.int64), chunk, entity]),
-                np.concatenate([np.asarray(cols, dtype=np.int64), entity, chunk]),
-            ),
-        ),
-        shape=(n, n),
-    )
+    # The edges' rows and columns in the index type scipy keeps (int32 below 2^31 nodes): given as int64, it
+    # made int32 copies beside them. With the product below, this was the peak of a large build's last
+    # steps (two edges a mention: ~50M at a million chunks).
+    itype = sparse_index_type(n)
+    data = np.concatenate([np.asarray(weights, dtype=np.float64), to_entity, to_chunk])
+    del to_entity, to_chunk
+    entity, chunk = entity.astype(itype), chunk.astype(itype)
+    row = np.concatenate([np.asarray(rows, dtype=itype), chunk, entity])
+    col = np.concatenate([np.asarray(cols, dtype=itype), entity, chunk])
+    del entity, chunk
+    directed = sparse.csr_matrix((data, (row, col)), shape=(n, n))  # duplicates add up
+    del data, row, col
     out_weight = np.asarray(directed.sum(axis=1)).ravel()
     inv = np.divide(1.0, out_weight, out=np.zeros_like(out_weight), where=out_weight > 0)
-    transition = heaviest_first(sparse.csr_matrix(sparse.diags(inv) @ directed))
+    # Each row divided by its out-weight in place: the product with a diagonal matrix it replaces made a
+    # second matrix (the same values: one multiplication each, and it too dropped any that came out 0).
+    directed.data *= np.repeat(inv, np.diff(directed.indptr))
+    directed.eliminate_zeros()
+    transition = heaviest_first(directed)
+    del directed
     keys = np.asarray(pair_keys, dtype=np.int64)
     return transition, keys, np.sort(np.asarray(synonym_keys, dtype=np.int64))
+
+
+def sparse_index_type(size: int) -> type[np.signedinteger]:
+    """The index type scipy gives a sparse matrix of `size` rows and columns (int32 where it fits)."""
+    return np.int32 if size <= np.iinfo(np.int32).max else np.int64
 
 
 def heaviest_first(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
@@ -79,8 +91,9 @@ def heaviest_first(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
     # Canonical after this: each row's entries in column order, which the stable sort below keeps among
     # equal weights (a third key for the column sorted 52M entries at 1M chunks in 19 s, this in 11 s).
     m.sum_duplicates()
-    rows = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
-    order = np.lexsort((-m.data, rows))
+    # The keys live for the sort alone, each row's number in the matrix' own index type.
+    rows = np.arange(m.shape[0], dtype=m.indices.dtype)
+    order = np.lexsort((-m.data, np.repeat(rows, np.diff(m.indptr))))
     out = sparse.csr_matrix((m.data[order], m.indices[order], m.indptr.copy()), shape=m.shape)
     out.has_sorted_indices = False  # ordered by weight, not by column: scipy must not "sort" them
     return out

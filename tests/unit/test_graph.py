@@ -159,6 +159,55 @@ def test_passages_lead_the_walk_to_the_entities_with_an_article_elsewhere(tmp_pa
     assert GraphData.present(tmp_path) and load_graph(tmp_path)[0] == graph
 
 
+def test_the_walks_transition_is_each_nodes_edges_over_its_out_weight() -> None:
+    """Each node's row of the transition is its edges (relations and synonyms both ways, every mention both
+    ways with its two weights, repeated edges added up) over their sum, heaviest first, ties by column:
+    against a dense matrix made edge by edge."""
+    from hybridrag.indexing.stores.graph import Synonym
+    from hybridrag.indexing.stores.graph_arrays import GraphArrays
+    from hybridrag.indexing.stores.graph_order import ListOrder
+    from hybridrag.indexing.stores.graph_weights import RELATION_WEIGHT, SYNONYM_WEIGHT, _mention_edges
+
+    chunks = [
+        _chunk("a", "Trent Reznor", "Trent Reznor is an American singer. Reznor met David Bowie in Ohio."),
+        _chunk("b", "", "David Bowie toured Ohio with Trent Reznor. Bowie sang in Ohio and Indiana."),
+        _chunk("c", "Ohio", "Ohio lies west of Pennsylvania. Ohio borders Indiana and Pennsylvania."),
+        _chunk("d", "", "Nothing here names anyone."),
+    ]
+    graph = build_graph(chunks)
+    index = {e.id: i for i, e in enumerate(graph.entities)}
+    by_key = {normalize_name(e.name): e.id for e in graph.entities}
+    graph.synonyms = [Synonym(by_key["david bowie"], by_key["trent reznor"], 0.75)]
+    order = ListOrder([c.chunk_id for c in chunks])
+    arrays = GraphArrays.derive(graph, order)
+    ne, n = len(graph.entities), len(graph.entities) + len(chunks)
+    assert graph.relations and arrays.transition.shape == (n, n)
+    edges = np.zeros((n, n))
+    for r in graph.relations:
+        a, b = index[r.source], index[r.target]
+        edges[a, b] += RELATION_WEIGHT * r.count
+        edges[b, a] += RELATION_WEIGHT * r.count
+    a, b = index[by_key["david bowie"]], index[by_key["trent reznor"]]
+    edges[a, b] += SYNONYM_WEIGHT * 0.75
+    edges[b, a] += SYNONYM_WEIGHT * 0.75
+    table = pa.Table.from_batches(arrays.entities.to_batches())
+    entity, chunk, to_entity, to_chunk = _mention_edges(table, order)
+    for e, c, w_in, w_out in zip(entity, chunk, to_entity, to_chunk, strict=True):
+        edges[c, e] += w_in
+        edges[e, c] += w_out
+    out = edges.sum(axis=1, keepdims=True)
+    expected = np.divide(edges, out, out=np.zeros_like(edges), where=out > 0)
+    transition = arrays.transition
+    assert np.abs(transition.toarray() - expected).max() < 1e-6  # float32 weights
+    for u in range(n):
+        cols = transition.indices[transition.indptr[u] : transition.indptr[u + 1]].tolist()
+        weights = transition.data[transition.indptr[u] : transition.indptr[u + 1]].tolist()
+        assert sorted(cols) == np.flatnonzero(expected[u]).tolist()
+        ranked = [(-w, c) for w, c in zip(weights, cols, strict=True)]
+        assert ranked == sorted(ranked)
+    assert transition.indptr[ne + 4] == transition.indptr[ne + 3]  # the passage without names walks nowhere
+
+
 def _legacy_record(graph: GraphData) -> dict[str, Any]:
     """graph.json as releases before graph arrays format 7 wrote it."""
     from hybridrag.indexing.stores.graph import as_record
