@@ -1,4 +1,4 @@
-"""Row gathers of CSR matrices without scipy's fancy indexing.
+"""Row gathers of CSR matrices without scipy's fancy indexing, and the integer type of their rows.
 
 The graph walk pushes along the rows of a few hundred nodes per round. `m[rows]` builds a whole matrix
 (data, indices and indptr, validated) to read part of it; a gather of the positions reads only what is
@@ -8,6 +8,12 @@ needed, in the same order (measured: benchmarks/notes.md, "The index on disk").
 from __future__ import annotations
 
 import numpy as np
+
+
+def index_type(bound: int) -> type[np.signedinteger]:
+    """int32 for row or column numbers below `bound` where they fit (the type scipy gives such a sparse
+    matrix's indices, and half the bytes on disk and in the page cache), else int64."""
+    return np.int32 if bound < 2**31 - 1 else np.int64
 
 
 def row_lengths(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 from scipy import sparse
 
 from hybridrag.indexing.analysis.entities import normalize_name
+from hybridrag.indexing.stores.csr import index_type
 from hybridrag.indexing.stores.graph import ARRAYS, Community, Entity, GraphData, Relation, Synonym, as_record
 from hybridrag.indexing.stores.graph_order import ChunkOrder, list_rows
 from hybridrag.indexing.stores.graph_weights import heaviest_first, walk_matrices
@@ -535,7 +536,7 @@ class GraphArrays:
 
 def _narrow(rows: np.ndarray, bound: int) -> np.ndarray:
     """int32 rows where every row below `bound` fits (half the bytes on disk and in the page cache)."""
-    return rows.astype(np.int32) if bound < 2**31 - 1 else rows.astype(np.int64)
+    return rows.astype(index_type(bound))
 
 
 def _relations_by_entity(graph: GraphData, index: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -576,7 +577,7 @@ def _compact(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
     float32 weights (a walk's tolerance is 1e-4 of its restart mass: seven digits are plenty)."""
     m = sparse.csr_matrix(matrix)
     ordered = m.has_sorted_indices
-    if m.nnz < 2**31 - 1 and m.shape[0] < 2**31 - 1:
+    if index_type(max(m.nnz, m.shape[0])) is np.int32:
         m.indices = m.indices.astype(np.int32)
         m.indptr = m.indptr.astype(np.int32)
     m.data = m.data.astype(np.float32)

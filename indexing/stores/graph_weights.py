@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 from scipy import sparse
 
+from hybridrag.indexing.stores.csr import index_type
 from hybridrag.indexing.stores.graph import GraphData
 from hybridrag.indexing.stores.graph_order import ChunkOrder, list_rows
 
@@ -55,10 +56,10 @@ def walk_matrices(
     ]
     entity, chunk, to_entity, to_chunk = _mention_edges(entities, order)
     n = ne + len(order)
-    # The edges' rows and columns in the index type scipy keeps (int32 below 2^31 nodes): given as int64, it
-    # made int32 copies beside them. With the product below, this was the peak of a large build's last
+    # The edges' rows and columns in the index type scipy keeps (`csr.index_type`): given as int64, it made
+    # int32 copies beside them. With the product below, this was the peak of a large build's last
     # steps (two edges a mention: ~50M at a million chunks).
-    itype = sparse_index_type(n)
+    itype = index_type(n)
     data = np.concatenate([np.asarray(weights, dtype=np.float64), to_entity, to_chunk])
     del to_entity, to_chunk
     entity, chunk = entity.astype(itype), chunk.astype(itype)
@@ -74,14 +75,8 @@ def walk_matrices(
     directed.data *= np.repeat(inv, np.diff(directed.indptr))
     directed.eliminate_zeros()
     transition = heaviest_first(directed)
-    del directed
     keys = np.asarray(pair_keys, dtype=np.int64)
     return transition, keys, np.sort(np.asarray(synonym_keys, dtype=np.int64))
-
-
-def sparse_index_type(size: int) -> type[np.signedinteger]:
-    """The index type scipy gives a sparse matrix of `size` rows and columns (int32 where it fits)."""
-    return np.int32 if size <= np.iinfo(np.int32).max else np.int64
 
 
 def heaviest_first(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
