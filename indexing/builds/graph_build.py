@@ -7,7 +7,6 @@ regraph, and `stores.graph_arrays` derives what the service maps from them.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +37,7 @@ from hybridrag.indexing.analysis.phrases import (
 )
 from hybridrag.indexing.analysis.text import content_hash, has_japanese, reads_as_japanese
 from hybridrag.indexing.builds.shards import Shards, shard_workers
+from hybridrag.indexing.stores.csr import index_type
 from hybridrag.indexing.stores.graph import ChunkMentions, Community, Entity, GraphData, Relation, Synonym
 from hybridrag.indexing.stores.graph_arrays import GraphArrays
 from hybridrag.indexing.stores.graph_delta import DELTA_SCHEMA
@@ -352,19 +352,11 @@ class _Tally:
     chunks: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     title_chunks: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     descriptions: dict[str, str] = field(default_factory=dict)
-    pair_count: Counter[tuple[str, str]] = field(default_factory=Counter)
-    pair_chunks: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
-    # A pair's first sentences as (chunk id, start, end): a tuple is a quarter of a dict's bytes, and a
-    # corpus has a few for each of its pairs (`relations` makes them the relation's dicts).
-    pair_evidence: dict[tuple[str, str], list[tuple[str, int, int]]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
     articles: set[str] = field(default_factory=set)  # names a document's whole title spells
     named: set[str] = field(default_factory=set)  # keys some mention names (not only as a concept)
-    sentence_count: int = 0
-    entity_sentences: Counter[str] = field(default_factory=Counter)
     # A chunk's sentences with names: their offsets in its text (not copies: the shards send their tallies
-    # to be merged) and the names in each (a tuple: a set is ~200 bytes more, for every such sentence).
+    # to be merged) and the names in each, sorted (a tuple: a set is ~200 bytes more, for every such
+    # sentence). The relations are counted from them once every chunk is in (`relations`), as arrays.
     sentences_by_chunk: dict[str, list[tuple[int, int, tuple[str, ...]]]] = field(default_factory=dict)
 
     def add(self, chunk: ChunkMentions) -> None:
@@ -404,26 +396,10 @@ class _Tally:
         for key in title_keys:
             descriptions.setdefault(key, chunk.text[:200])
             self.title_chunks[key].append(chunk_id)
-        chunk_sentences = []
-        entity_sentences, pair_count = self.entity_sentences, self.pair_count
-        pair_chunks, pair_evidence = self.pair_chunks, self.pair_evidence
-        for (start, end), in_sentence in sorted(by_sentence.items()):
-            present = in_sentence | title_keys
-            self.sentence_count += 1
-            for key in present:
-                entity_sentences[key] = entity_sentences.get(key, 0) + 1
-            ordered = sorted(present)
-            chunk_sentences.append((start, end, tuple(ordered)))
-            for pair in itertools.combinations(ordered, 2):
-                pair_count[pair] = pair_count.get(pair, 0) + 1
-                held = pair_chunks[pair]
-                if not held or held[-1] != chunk_id:
-                    held.append(chunk_id)
-                evidence = pair_evidence[pair]
-                if len(evidence) < MAX_EVIDENCE:
-                    # Offsets into the chunk text, not a copy of the sentence: the graph stays small.
-                    evidence.append((chunk_id, start, end))
-        self.sentences_by_chunk[chunk_id] = chunk_sentences
+        self.sentences_by_chunk[chunk_id] = [
+            (start, end, tuple(sorted(in_sentence | title_keys)))
+            for (start, end), in_sentence in sorted(by_sentence.items())
+        ]
 
     def merge(self, other: _Tally) -> None:
         """Add the tally of chunks that come after this one's: every count, list and first occurrence
@@ -441,21 +417,14 @@ class _Tally:
         listed: tuple[tuple[dict[Any, list[str]], dict[Any, list[str]]], ...] = (
             (self.chunks, other.chunks),
             (self.title_chunks, other.title_chunks),
-            (self.pair_chunks, other.pair_chunks),
         )
         for ours, theirs in listed:
             for key, part in theirs.items():
                 ours[key].extend(part)
         for key, text in other.descriptions.items():
             self.descriptions.setdefault(key, text)
-        self.pair_count.update(other.pair_count)
-        for pair, evidence in other.pair_evidence.items():
-            held = self.pair_evidence[pair]
-            held.extend(evidence[: MAX_EVIDENCE - len(held)])
         self.articles |= other.articles
         self.named |= other.named
-        self.sentence_count += other.sentence_count
-        self.entity_sentences.update(other.entity_sentences)
         self.sentences_by_chunk.update(other.sentences_by_chunk)
 
     def entity(self, key: str, eid: str, file_of: Mapping[str, str]) -> Entity:
@@ -482,27 +451,136 @@ class _Tally:
         )
 
     def relations(self, ids: dict[str, str]) -> list[Relation]:
-        """The sentence co-occurrences as relations; `ids`: every key's entity id. Called once: each pair's
-        evidence moves into its relation (the tally's copy is dropped as it goes, so a build's process does
-        not hold it twice)."""
-        total = max(1, self.sentence_count)
+        """The sentence co-occurrences as relations, in key order; `ids`: every key's entity id, in key
+        order. A pair's count is the sentences that name both, its chunks those sentences' (each once, in
+        chunk order), its evidence the first `MAX_EVIDENCE` of them (offsets into the chunk's text, not
+        copies: the graph stays small), its PMI over the sentences with names."""
+        pairs = co_occurrences(self.sentences_by_chunk, {key: rank for rank, key in enumerate(ids)})
+        total = max(1, pairs.sentences)
+        keys, eids, chunk_ids = list(ids), list(ids.values()), list(self.sentences_by_chunk)
+        in_sentences = pairs.entity_sentences.tolist()
+        bounds, chunk_bounds = pairs.bounds.tolist(), pairs.chunk_bounds.tolist()
+        pair_chunks = [chunk_ids[c] for c in pairs.chunks.tolist()]
+        evidence = [
+            {"chunkId": chunk_ids[c], "start": start, "end": end}
+            for c, start, end in zip(
+                pairs.evidence_chunk.tolist(),
+                pairs.evidence_start.tolist(),
+                pairs.evidence_end.tolist(),
+                strict=True,
+            )
+        ]
+        evidence_bounds = pairs.evidence_bounds.tolist()
         out = []
-        for (a, b), count in sorted(self.pair_count.items()):
-            pmi = math.log((count * total) / (self.entity_sentences[a] * self.entity_sentences[b]))
+        for p, (a, b) in enumerate(zip(pairs.first.tolist(), pairs.second.tolist(), strict=True)):
+            count = bounds[p + 1] - bounds[p]
+            pmi = math.log((count * total) / (in_sentences[a] * in_sentences[b]))
             out.append(
                 Relation(
-                    id="r-" + content_hash(a, b),
-                    source=ids[a],
-                    target=ids[b],
+                    id="r-" + content_hash(keys[a], keys[b]),
+                    source=eids[a],
+                    target=eids[b],
                     count=count,
                     pmi=round(pmi, 4),
-                    chunk_ids=self.pair_chunks[(a, b)],
-                    evidence=[
-                        {"chunkId": c, "start": s, "end": e} for c, s, e in self.pair_evidence.pop((a, b))
-                    ],
+                    chunk_ids=pair_chunks[chunk_bounds[p] : chunk_bounds[p + 1]],
+                    evidence=evidence[evidence_bounds[p] : evidence_bounds[p + 1]],
                 )
             )
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class CoOccurrences:
+    """The names' sentence co-occurrences (`co_occurrences`), pairs in (first, second) order. Pair p is named
+    together by `bounds[p + 1] - bounds[p]` sentences, in the chunks `chunks[chunk_bounds[p]:chunk_bounds[p
+    + 1]]` (each once, in order), and its first `MAX_EVIDENCE` sentences are the entries
+    `evidence_bounds[p]:evidence_bounds[p + 1]` of `evidence_chunk`, `evidence_start` and `evidence_end`."""
+
+    first: np.ndarray  # each pair's names' ranks, first < second
+    second: np.ndarray
+    bounds: np.ndarray
+    chunk_bounds: np.ndarray
+    chunks: np.ndarray
+    evidence_bounds: np.ndarray
+    evidence_chunk: np.ndarray
+    evidence_start: np.ndarray
+    evidence_end: np.ndarray
+    entity_sentences: np.ndarray  # each name's sentences
+    sentences: int  # sentences with names
+
+
+def co_occurrences(
+    sentences_by_chunk: Mapping[str, Sequence[tuple[int, int, Sequence[str]]]], rank: Mapping[str, int]
+) -> CoOccurrences:
+    """Every pair of names that share a sentence, counted as arrays. Chunks are numbered in the order given
+    and so are sentences (each chunk's in the order it lists them); names by `rank`, which must order each
+    sentence's names as the sentence lists them.
+
+    A tally kept pair by pair in dicts was most of a large build's graph memory (three dict entries, a
+    tuple and lists for each of the corpus' distinct pairs), and the shards sent it to be merged; the
+    sentences with their names say the same. Sentences with n names are gathered n at a time and paired by
+    index, the pairs' occurrences sorted by (pair, sentence): counts, chunks and first sentences are runs.
+    """
+    lengths: list[int] = []
+    chunk_of: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    flat: list[int] = []
+    for c, held in enumerate(sentences_by_chunk.values()):
+        for start, end, keys in held:
+            lengths.append(len(keys))
+            chunk_of.append(c)
+            starts.append(start)
+            ends.append(end)
+            flat.extend(map(rank.__getitem__, keys))
+    sentences = len(lengths)
+    size = index_type(max(len(rank), sentences, len(flat)))
+    names = np.asarray(flat, dtype=size)
+    length = np.asarray(lengths, dtype=np.int64)
+    del flat, lengths
+    entity_sentences = np.bincount(names, minlength=len(rank))
+    offsets = np.cumsum(length) - length
+    codes, of_sentence = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=size)]
+    for n in np.unique(length[length >= 2]).tolist():
+        rows = np.flatnonzero(length == n)
+        held = names[offsets[rows][:, None] + np.arange(n)]
+        a, b = np.triu_indices(n, 1)
+        # Row by row: each sentence's pairs together, as `of_sentence` repeats its number.
+        codes.append(((held[:, a].astype(np.int64) << 32) | held[:, b]).ravel())
+        of_sentence.append(np.repeat(rows.astype(size), len(a)))
+    del names, offsets
+    code, sentence = np.concatenate(codes), np.concatenate(of_sentence)
+    del codes, of_sentence
+    order = np.lexsort((sentence, code))
+    code, sentence = code[order], sentence[order]
+    del order
+    new = np.ones(len(code), dtype=bool)
+    np.not_equal(code[1:], code[:-1], out=new[1:])
+    firsts = np.flatnonzero(new)
+    bounds = np.append(firsts, len(code))
+    pair = code[firsts]
+    del code
+    # A pair's sentences come in order, so do its chunks: a new one is unlike the entry before it.
+    chunk = np.asarray(chunk_of, dtype=size)[sentence]
+    np.not_equal(chunk[1:], chunk[:-1], out=new[1:])
+    new[firsts] = True
+    distinct = np.flatnonzero(new)
+    within = np.arange(len(sentence)) - np.repeat(firsts, np.diff(bounds))
+    shown = np.flatnonzero(within < MAX_EVIDENCE)
+    evidence = sentence[shown]
+    return CoOccurrences(
+        first=(pair >> 32).astype(size),
+        second=(pair & 0xFFFFFFFF).astype(size),
+        bounds=bounds,
+        chunk_bounds=np.searchsorted(distinct, bounds),
+        chunks=chunk[distinct],
+        evidence_bounds=np.searchsorted(shown, bounds),
+        evidence_chunk=chunk[shown],
+        evidence_start=np.asarray(starts, dtype=np.int64)[evidence],
+        evidence_end=np.asarray(ends, dtype=np.int64)[evidence],
+        entity_sentences=entity_sentences,
+        sentences=sentences,
+    )
 
 
 def synonym_pairs(

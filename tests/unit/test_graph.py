@@ -288,6 +288,81 @@ def test_a_names_files_are_its_chunks_files_in_the_order_they_came() -> None:
         ]
 
 
+def test_relations_counted_as_arrays_match_a_pair_by_pair_tally() -> None:
+    """`_Tally.relations` counts the sentences' name pairs as arrays (`co_occurrences`); every relation
+    field is the one a tally kept pair by pair makes (counts, PMI, chunks each once in order, the first
+    `MAX_EVIDENCE` sentences), with title names in every sentence, a pair in many sentences of one chunk,
+    sentences of one name and chunks without any, merged from parts as the shards' tallies are."""
+    import itertools
+    import math
+    import random
+    from collections import Counter, defaultdict
+
+    from hybridrag.indexing.analysis.entities import Mention
+    from hybridrag.indexing.analysis.text import content_hash
+    from hybridrag.indexing.builds import graph_build
+
+    rng = random.Random(7)
+    names = [f"name {i:02d}" for i in range(40)] + ["été", "Ärzte", "z"]
+    chunks = []
+    for i in range(300):
+        mentions, offset = [], 0
+        for _ in range(rng.randrange(0, 7)):
+            end = offset + rng.randrange(5, 40)
+            for key in rng.sample(names, rng.choice((1, 1, 2, 3, 5, 9))):
+                mentions.append(Mention(key, key.title(), "other", offset, end))
+            offset = end + 1
+        if i % 11 == 0:
+            mentions.append(Mention(rng.choice(names), "T", "other", -1, -1))  # in every named sentence
+        chunks.append(ChunkMentions(f"c{i:03d}", "f", "x" * (offset + 1), mentions))
+    parts = [graph_build._Tally() for _ in range(3)]
+    for i, c in enumerate(chunks):
+        parts[i * 3 // len(chunks)].add(c)
+    tally = parts[0]
+    for other in parts[1:]:
+        tally.merge(other)
+    keys = sorted(tally.types.keys() | tally.node_types.keys())
+    ids = {key: graph_build.entity_id(key) for key in keys}
+
+    count: Counter[tuple[str, str]] = Counter()
+    in_sentences: Counter[str] = Counter()
+    pair_chunks: dict[tuple[str, str], list[str]] = defaultdict(list)
+    evidence: dict[tuple[str, str], list[dict[str, object]]] = defaultdict(list)
+    sentences = 0
+    for c in chunks:
+        title = {m.key for m in c.mentions if m.sentence_start < 0}
+        by_sentence: dict[tuple[int, int], set[str]] = defaultdict(set)
+        for m in c.mentions:
+            if m.sentence_start >= 0:
+                by_sentence[(m.sentence_start, m.sentence_end)].add(m.key)
+        for (start, end), present in sorted(by_sentence.items()):
+            sentences += 1
+            in_sentences.update(present | title)
+            for pair in itertools.combinations(sorted(present | title), 2):
+                count[pair] += 1
+                if c.chunk_id not in pair_chunks[pair]:
+                    pair_chunks[pair].append(c.chunk_id)
+                if len(evidence[pair]) < graph_build.MAX_EVIDENCE:
+                    evidence[pair].append({"chunkId": c.chunk_id, "start": start, "end": end})
+    expected = [
+        (
+            "r-" + content_hash(a, b),
+            ids[a],
+            ids[b],
+            n,
+            round(math.log(n * sentences / (in_sentences[a] * in_sentences[b])), 4),
+            pair_chunks[(a, b)],
+            evidence[(a, b)],
+        )
+        for (a, b), n in sorted(count.items())
+    ]
+    relations = tally.relations(ids)
+    assert [dataclasses.astuple(r) for r in relations] == expected
+    assert max(len(r.evidence) for r in relations) == graph_build.MAX_EVIDENCE
+    assert any(len(r.chunk_ids) < r.count for r in relations)  # a pair twice in one chunk
+    assert not graph_build._Tally().relations({})
+
+
 def test_lexicon_names_in_text_without_case_type_their_chunk_but_make_no_node() -> None:
     """A country found in an all-capitals sentence types the chunk (the filter column) but joins no passage
     in the graph; written with capitals, the same name is a node as before. The name tagger's names in the
