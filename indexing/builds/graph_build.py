@@ -347,7 +347,7 @@ class _Tally:
     types: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     node_types: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # node-only
     surfaces: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
-    # The chunks of a name and of a pair, each once, in chunk order: lists (8 bytes a chunk, against ~50 for
+    # The chunks of a name (and of a title's), each once, in chunk order: lists (8 bytes a chunk, against ~50 for
     # the dicts they were), since a chunk is tallied once and its entries are appended together (`add`).
     chunks: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     title_chunks: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
@@ -365,9 +365,8 @@ class _Tally:
         if title_keys and (whole := article_key(chunk.title)) in title_keys:
             self.articles.add(whole)
         chunk_id, descriptions = chunk.chunk_id, self.descriptions
-        # Bound once a chunk: this loop runs for every mention of the corpus, and the pairs' loop below for
-        # every pair of names in a sentence. A count goes up by `get` (a `Counter`'s missing key costs a
-        # call in Python).
+        # Bound once a chunk: this loop runs for every mention of the corpus. A count goes up by `get` (a
+        # `Counter`'s missing key costs a call in Python).
         types, node_types, named, surfaces, chunks = (
             self.types,
             self.node_types,
@@ -403,7 +402,7 @@ class _Tally:
 
     def merge(self, other: _Tally) -> None:
         """Add the tally of chunks that come after this one's: every count, list and first occurrence
-        (type, surface, description, evidence) ends as one tally of all the chunks in order would."""
+        (type, surface, description) ends as one tally of all the chunks in order would."""
         # Per key: counters add up (`update`); chunk lists append the other's, whose chunks are other
         # chunks (a shard's, a block's concepts', whose keys no name has: `_tallied`).
         counted: tuple[tuple[dict[Any, Any], dict[Any, Any]], ...] = (
