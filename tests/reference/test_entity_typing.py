@@ -12,7 +12,7 @@ import pytest
 from hybridrag.benchmarks.entities import run_entities
 from hybridrag.benchmarks.fitting.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
-from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor, normalize_name
+from hybridrag.indexing.analysis.entities import RULES_REVISION, TAGGER_ROLE, EntityExtractor, normalize_name
 from hybridrag.indexing.analysis.span_typer import FOLDER, SpanTyper, packaged_typer, span_features
 from tests.conftest import needs_shared, shared_path
 
@@ -202,8 +202,11 @@ def test_typed_f1_on_the_english_dev_file_beats_the_rules() -> None:
     path = shared_path("data", "ner", "en-wikineural-dev.conll")
     typed = run_entities(path, ("original",), limit=500)["results"]["original"]
     rules = run_entities(path, ("original",), limit=500, rules_only=True)["results"]["original"]
-    # The same English names, typed differently (the Japanese tagger reads the few Japanese names here).
-    assert abs(typed["untyped"]["f1"] - rules["untyped"]["f1"]) <= 0.002
+    # The rules' English names, less those the tagger reads as no name (`NOT_A_NAME`: most of them are not
+    # names, so precision rises more than recall falls), typed differently (the Japanese tagger reads the
+    # few Japanese names here).
+    assert typed["untyped"]["f1"] >= rules["untyped"]["f1"] - 0.002
+    assert typed["untyped"]["precision"] >= rules["untyped"]["precision"] + 0.02
     assert typed["typed"]["f1"] >= rules["typed"]["f1"] + 0.08
     for kind in ("person", "organization", "place"):
         assert typed["perType"][kind]["f1"] > rules["perType"][kind]["f1"], kind
@@ -446,7 +449,9 @@ def test_the_packaged_tagger_names_its_weights() -> None:
     # Its export (int8) where `models install` made one, as in every test environment; torch's otherwise.
     assert tagger.version == f"tagger-{digest}" + ("-int8" if tagger.precision == "int8" else "")
     # The extraction's version names the tagger's weights and what it does (it types cased names too).
-    assert f"{tagger.version}-types" in TYPED.version.split("+") and tagger.version not in RULES.version
+    assert (
+        f"{tagger.version}-{TAGGER_ROLE}" in TYPED.version.split("+") and tagger.version not in RULES.version
+    )
 
 
 def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
@@ -470,7 +475,7 @@ def test_what_reaches_the_tagger() -> None:
     """Sentences without letter case are read for their names; cased English for the types of the names
     capitalisation finds, only where a model must type one (not a titled person, not a lexicon name);
     Japanese and letterless fragments never cost a tagger pass; a repeated sentence costs one."""
-    from hybridrag.indexing.analysis.name_tagger import Tag
+    from hybridrag.indexing.analysis.name_tagger import SpanReading, Tag
 
     class Recording:
         version = "tagger-test"
@@ -484,10 +489,14 @@ def test_what_reaches_the_tagger() -> None:
             self.seen.append(list(texts))
             return [[Tag(0, 3, "person", 0.9)] if t.startswith("zoe ") else [] for t in texts]
 
-        def span_types(self, texts: list[str], spans: list[list[tuple[int, int]]]) -> list[list[np.ndarray]]:
+        def span_readings(
+            self, texts: list[str], spans: list[list[tuple[int, int]]]
+        ) -> list[list[SpanReading]]:
             self.typed.append(list(zip(texts, spans, strict=True)))
             # Everything an organisation, surely: the product with the typer cannot outvote it.
-            return [[np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32) for _ in s] for s in spans]
+            return [
+                [SpanReading(np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32), 0.0) for _ in s] for s in spans
+            ]
 
     recording = Recording()
     extractor = EntityExtractor(ANALYZER, tagger=recording)  # type: ignore[arg-type]
@@ -514,7 +523,7 @@ def test_what_reaches_the_tagger() -> None:
     }
     assert {m.surface: m.type for m in found[3]}["Watson"] == "person"
     assert {m.surface: m.type for m in found[3]}["France"] == "place"
-    assert "tagger-test-types" in extractor.version.split("+")
+    assert f"tagger-test-{TAGGER_ROLE}" in extractor.version.split("+")
 
 
 def test_the_tagger_reads_a_given_span_as_one_name() -> None:
@@ -542,6 +551,7 @@ def test_the_tagger_reads_a_given_span_as_one_name() -> None:
 def test_a_name_gets_one_type_in_one_text() -> None:
     """Where the tagger reads a name differently in two sentences of one text, both mentions get the type
     its readings together make most probable; in separate texts each keeps its own."""
+    from hybridrag.indexing.analysis.name_tagger import SpanReading
     from hybridrag.indexing.analysis.span_typer import SpanTyper
 
     kinds = ("person", "organization", "place", "other")
@@ -559,9 +569,11 @@ def test_a_name_gets_one_type_in_one_text() -> None:
         def tag(self, texts: list[str]) -> list[list[object]]:
             return [[] for _ in texts]
 
-        def span_types(self, texts: list[str], spans: list[list[tuple[int, int]]]) -> list[list[np.ndarray]]:
+        def span_readings(
+            self, texts: list[str], spans: list[list[tuple[int, int]]]
+        ) -> list[list[SpanReading]]:
             return [
-                [np.array(readings[t], dtype=np.float32) for _ in s]
+                [SpanReading(np.array(readings[t], dtype=np.float32), 0.0) for _ in s]
                 for t, s in zip(texts, spans, strict=True)
             ]
 
@@ -574,6 +586,63 @@ def test_a_name_gets_one_type_in_one_text() -> None:
     assert [(m.surface, m.type) for m in one] == [("Acme", "place"), ("Acme", "place")]
     assert [(m.surface, m.type) for m in first] == [("Acme", "organization")]
     assert [(m.surface, m.type) for m in second] == [("Acme", "place")]
+
+
+def test_a_name_the_tagger_reads_as_no_name_types_nothing() -> None:
+    """A name capitalisation finds whose words the tagger reads as "O" with a mean probability of at least
+    `NOT_A_NAME` is a graph node only: it keeps its mention (and the type the models give it, for the
+    node) but claims no type for its chunk; just below the bar it is typed as before."""
+    from hybridrag.indexing.analysis.entities import NOT_A_NAME, chunk_types
+    from hybridrag.indexing.analysis.name_tagger import SpanReading
+
+    outside = {"Acme": NOT_A_NAME, "Bolt": NOT_A_NAME - 0.01}
+
+    class Reading:
+        version = "tagger-test"
+        kinds = ("person", "organization", "place", "other")
+
+        def tag(self, texts: list[str]) -> list[list[object]]:
+            return [[] for _ in texts]
+
+        def span_readings(
+            self, texts: list[str], spans: list[list[tuple[int, int]]]
+        ) -> list[list[SpanReading]]:
+            return [
+                [SpanReading(np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32), outside[t[a:b]]) for a, b in s]
+                for t, s in zip(texts, spans, strict=True)
+            ]
+
+    extractor = EntityExtractor(ANALYZER, tagger=Reading())  # type: ignore[arg-type]
+    found = extractor.extract("Shares in Acme and in Bolt grew fast.")
+    assert [(m.surface, m.type, m.node_only) for m in found] == [
+        ("Acme", "organization", True),
+        ("Bolt", "organization", False),
+    ]
+    assert chunk_types(found) == ["organization"]  # Bolt's claim alone
+    only_acme = extractor.extract("Shares in Acme grew fast.")
+    assert [m.node_only for m in only_acme] == [True] and chunk_types(only_acme) == []
+
+
+def test_the_packaged_tagger_reads_a_subject_as_no_name() -> None:
+    """The shipped tagger on the sample's Curie text: "Chemistry" in "the Nobel Prize in Chemistry" (a
+    subject the capitalisation rules take for a name, typed an organisation before) is read as no name
+    and types nothing; the people and the prize's city in the same text keep their types."""
+    from hybridrag.indexing.analysis.name_tagger import packaged_tagger
+
+    tagger = packaged_tagger()
+    assert tagger is not None
+    text = (
+        "In 1911 she received the Nobel Prize in Chemistry for isolating radium. She later founded the "
+        "Radium Institute in Paris."
+    )
+    sentence = text.split(". ")[0] + "."
+    at = sentence.index("Chemistry")
+    (reading,) = tagger.span_readings([sentence], [[(at, at + len("Chemistry"))]])[0]
+    assert reading is not None and reading.outside >= 0.9
+    found = {m.surface: m for m in EntityExtractor(ANALYZER).extract(text)}
+    assert found["Chemistry"].node_only
+    assert not found["Paris"].node_only and found["Paris"].type == "place"
+    assert not found["Radium Institute"].node_only and found["Radium Institute"].type == "organization"
 
 
 def test_text_with_letter_case_never_loads_torch() -> None:

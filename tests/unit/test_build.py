@@ -257,7 +257,7 @@ def test_name_typing_is_the_index_own_and_writes_keep_it(tmp_path: Path) -> None
     the typer alone; the manifest records it with the extraction, and a write into the index keeps it
     (its mentions are typed the same way, so the extraction is not "mixed"). A bad value is refused."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
-    from hybridrag.indexing.analysis.entities import EntityExtractor
+    from hybridrag.indexing.analysis.entities import TAGGER_ROLE, EntityExtractor
     from hybridrag.indexing.stores.tables import MENTIONS
 
     text = (
@@ -276,7 +276,7 @@ def test_name_typing_is_the_index_own_and_writes_keep_it(tmp_path: Path) -> None
         extractor = EntityExtractor(Analyzer(), tagger_types=typing == "tagger")
         assert version.manifest["config"]["name_typing"] == typing
         assert version.manifest["graph"]["extraction"] == extractor.version
-        assert ("-types+" in extractor.version) == (typing == "tagger")
+        assert (f"-{TAGGER_ROLE}+" in extractor.version) == (typing == "tagger")
         rows = read_table(version.path / MENTIONS).to_pylist()
         types[typing] = {r["surface"]: r["type"] for r in rows if r.get("surface")}
         assert types[typing] == {m.surface: m.type for m in extractor.extract(text)}
