@@ -262,7 +262,7 @@ class NameTagger:
         meta = json.loads((folder / "model.json").read_text())
         self.folder = folder
         self.labels: list[str] = meta["labels"]
-        #: The types its labels name, in `span_types`' order.
+        #: The types its labels name, in `span_readings`' order.
         self.kinds = tuple(k for k in _TYPE_ORDER if any(TYPES[x[2:]] == k for x in self.labels if x != "O"))
         self.runtime = "torch" if onnx is None else "onnx"
         self.precision = "fp32" if onnx is None else _export_precision(onnx)
@@ -293,12 +293,6 @@ class NameTagger:
         for tags in out:
             tags.sort(key=lambda t: t.start)
         return out
-
-    def span_types(
-        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
-    ) -> list[list[np.ndarray | None]]:
-        """`span_readings`' types alone."""
-        return [[r.types if r is not None else None for r in row] for row in self.span_readings(texts, spans)]
 
     def span_readings(
         self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
@@ -379,7 +373,7 @@ class NameTagger:
         runner = self._load()
         windows = [(i, w) for i, text in enumerate(texts) for w in self._windows(runner, text)]
         # Similar lengths batched together: padding is most of the cost otherwise. The sort is stable, so a
-        # text's windows keep their order among equal lengths; `span_types` reads each text's in order.
+        # text's windows keep their order among equal lengths; `span_readings` reads each text's in order.
         order = sorted(range(len(windows)), key=lambda k: len(windows[k][1][0]))
         batches = [order[at : at + self._batch] for at in range(0, len(order), self._batch)]
 

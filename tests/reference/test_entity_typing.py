@@ -4,6 +4,7 @@ existing index so that new types reach every store's filter column."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from hybridrag.benchmarks.entities import run_entities
 from hybridrag.benchmarks.fitting.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import RULES_REVISION, TAGGER_ROLE, EntityExtractor, normalize_name
+from hybridrag.indexing.analysis.name_tagger import SpanReading
 from hybridrag.indexing.analysis.span_typer import FOLDER, SpanTyper, packaged_typer, span_features
 from tests.conftest import needs_shared, shared_path
 
@@ -475,7 +477,7 @@ def test_what_reaches_the_tagger() -> None:
     """Sentences without letter case are read for their names; cased English for the types of the names
     capitalisation finds, only where a model must type one (not a titled person, not a lexicon name);
     Japanese and letterless fragments never cost a tagger pass; a repeated sentence costs one."""
-    from hybridrag.indexing.analysis.name_tagger import SpanReading, Tag
+    from hybridrag.indexing.analysis.name_tagger import Tag
 
     class Recording:
         version = "tagger-test"
@@ -527,7 +529,7 @@ def test_what_reaches_the_tagger() -> None:
 
 
 def test_the_tagger_reads_a_given_span_as_one_name() -> None:
-    """`span_types`: for names found by other means, the probability of each type that the span is one name
+    """`span_readings`: for names found by other means, the probability of each type that the span is one name
     of it (B- at its first word, I- after), so a name's later words count ("Tokyo Tsushin Kogyo": a place's
     word, then an organisation's); None where no word starts inside the span; texts without spans are not
     read."""
@@ -538,48 +540,47 @@ def test_the_tagger_reads_a_given_span_as_one_name() -> None:
     text = "Masaru Ibuka and Akio Morita founded Tokyo Tsushin Kogyo in Tokyo in 1946."
     spans = [(text.index(n), text.index(n) + len(n)) for n in ("Tokyo Tsushin Kogyo", "Akio Morita")]
     spans += [(text.rindex("Tokyo"), text.rindex("Tokyo") + 5), (len(text) - 1, len(text) - 1)]
-    read, nothing = tagger.span_types([text, "No names here."], [spans, []])
+    read, nothing = tagger.span_readings([text, "No names here."], [spans, []])
     assert nothing == []
     company, person, city, empty = read
     assert empty is None
+    types = []
     for reading in (company, person, city):
-        assert reading is not None and abs(float(reading.sum()) - 1.0) < 1e-5
-    kinds = tagger.kinds
-    assert [kinds[int(np.argmax(r))] for r in (company, person, city)] == ["organization", "person", "place"]  # type: ignore[arg-type]
+        assert reading is not None and abs(float(reading.types.sum()) - 1.0) < 1e-5
+        types.append(tagger.kinds[int(np.argmax(reading.types))])
+    assert types == ["organization", "person", "place"]
+
+
+class _ReadingTagger:
+    """A stand-in for the name tagger: it finds no name itself and reads each span `text[a:b]` given to it
+    as `read(text, a, b)` says."""
+
+    version = "tagger-test"
+    kinds = ("person", "organization", "place", "other")
+
+    def __init__(self, read: Callable[[str, int, int], SpanReading]) -> None:
+        self._read = read
+
+    def tag(self, texts: list[str]) -> list[list[object]]:
+        return [[] for _ in texts]
+
+    def span_readings(self, texts: list[str], spans: list[list[tuple[int, int]]]) -> list[list[SpanReading]]:
+        return [[self._read(t, a, b) for a, b in s] for t, s in zip(texts, spans, strict=True)]
 
 
 def test_a_name_gets_one_type_in_one_text() -> None:
     """Where the tagger reads a name differently in two sentences of one text, both mentions get the type
     its readings together make most probable; in separate texts each keeps its own."""
-    from hybridrag.indexing.analysis.name_tagger import SpanReading
-    from hybridrag.indexing.analysis.span_typer import SpanTyper
-
-    kinds = ("person", "organization", "place", "other")
+    kinds = _ReadingTagger.kinds
     readings = {
         "Shares in Acme grew fast.": [0.0, 0.6, 0.4, 0.0],
         "People moved to Acme in winter.": [0.0, 0.1, 0.9, 0.0],
     }
 
-    class Reading:
-        version = "tagger-test"
-
-        def __init__(self) -> None:
-            self.kinds = kinds
-
-        def tag(self, texts: list[str]) -> list[list[object]]:
-            return [[] for _ in texts]
-
-        def span_readings(
-            self, texts: list[str], spans: list[list[tuple[int, int]]]
-        ) -> list[list[SpanReading]]:
-            return [
-                [SpanReading(np.array(readings[t], dtype=np.float32), 0.0) for _ in s]
-                for t, s in zip(texts, spans, strict=True)
-            ]
-
+    tagger = _ReadingTagger(lambda text, _a, _b: SpanReading(np.array(readings[text], dtype=np.float32), 0.0))
     # A typer that says nothing (every type equally likely), so the tagger's readings decide.
     blank = SpanTyper({}, np.zeros((0, 4), dtype=np.float32), np.zeros(4, dtype=np.float32), list(kinds))
-    extractor = EntityExtractor(ANALYZER, typer=blank, tagger=Reading())  # type: ignore[arg-type]
+    extractor = EntityExtractor(ANALYZER, typer=blank, tagger=tagger)  # type: ignore[arg-type]
     one, first, second = extractor.extract_many(
         ["Shares in Acme grew fast. People moved to Acme in winter.", *readings]
     )
@@ -593,26 +594,11 @@ def test_a_name_the_tagger_reads_as_no_name_types_nothing() -> None:
     `NOT_A_NAME` is a graph node only: it keeps its mention (and the type the models give it, for the
     node) but claims no type for its chunk; just below the bar it is typed as before."""
     from hybridrag.indexing.analysis.entities import NOT_A_NAME, chunk_types
-    from hybridrag.indexing.analysis.name_tagger import SpanReading
 
     outside = {"Acme": NOT_A_NAME, "Bolt": NOT_A_NAME - 0.01}
-
-    class Reading:
-        version = "tagger-test"
-        kinds = ("person", "organization", "place", "other")
-
-        def tag(self, texts: list[str]) -> list[list[object]]:
-            return [[] for _ in texts]
-
-        def span_readings(
-            self, texts: list[str], spans: list[list[tuple[int, int]]]
-        ) -> list[list[SpanReading]]:
-            return [
-                [SpanReading(np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32), outside[t[a:b]]) for a, b in s]
-                for t, s in zip(texts, spans, strict=True)
-            ]
-
-    extractor = EntityExtractor(ANALYZER, tagger=Reading())  # type: ignore[arg-type]
+    organization = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)
+    tagger = _ReadingTagger(lambda text, a, b: SpanReading(organization, outside[text[a:b]]))
+    extractor = EntityExtractor(ANALYZER, tagger=tagger)  # type: ignore[arg-type]
     found = extractor.extract("Shares in Acme and in Bolt grew fast.")
     assert [(m.surface, m.type, m.node_only) for m in found] == [
         ("Acme", "organization", True),
