@@ -129,6 +129,7 @@ class NameSpan(NamedTuple):
     rule_type: str  # the word-list rules' type
     titled: bool  # a personal title precedes it ("Dr.", "Queen")
     known: bool = False  # its own words settle its type (`EntityExtractor.sure_type`)
+    initial: bool = False  # one capitalised word that starts its sentence: a name only if the tagger says so
 
 
 TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a headline, not a name
@@ -145,13 +146,19 @@ TAG_MIN_CONFIDENCE = 0.75
 # 2026-11-29 it also types the names the capitalisation rules find in sentences with letter case, with the
 # typer (typed F1 0.606 -> 0.689 on the English dev file; benchmarks/README.md, "Cased names typed by the
 # tagger and the typer together"); before, it read only sentences without letter case.
-# Since 2026-12-04 ("types-gated") a name the tagger reads as no name types nothing (`NOT_A_NAME`).
-TAGGER_ROLE = "types-gated"
+# Since 2026-12-04 ("types-gated") a name the tagger reads as no name types nothing (`NOT_A_NAME`), and
+# ("-initials") a lone capitalised first word is a name where the tagger reads one (`INITIAL_NAME_MAX_OUTSIDE`).
+TAGGER_ROLE = "types-gated-initials"
 # A name capitalisation finds whose words the tagger reads as "O" with at least this mean probability is a
 # graph node only, typing nothing (`EntityExtractor._english_read`). English dev file, typed / untyped F1:
 # never 0.689 / 0.843; 0.5: 0.703 / 0.835; 0.7: 0.701 / 0.842; 0.9: 0.701 / 0.846 (the fewest left
 # untyped for the same typed F1).
 NOT_A_NAME = 0.9
+# A lone capitalised word that starts a sentence ("Einstein was born in Ulm.", "Researchers found ...") is a
+# name where the tagger's mean "O" probability over it is at most this: more likely a name than not. English
+# dev file, typed / untyped F1: never 0.701 / 0.846; 0.05: 0.707 / 0.857; 0.25: 0.706 / 0.860; 0.5:
+# 0.705 / 0.861; 0.7: 0.705 / 0.861 (benchmarks/README.md, "A name that starts its sentence").
+INITIAL_NAME_MAX_OUTSIDE = 0.5
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
 
@@ -249,6 +256,9 @@ class EntityExtractor:
             else (japanese or packaged_japanese_tagger(RULES_REVISION, pieces=tagger_types))
         )
         self._tagger_types = tagger_types
+        # Only the tagger's reading can tell a lone first word that names something from one that merely
+        # starts a sentence (`_english_read`).
+        self._reads_initials = self._tagger is not None and tagger_types
 
     @property
     def version(self) -> str:
@@ -284,7 +294,7 @@ class EntityExtractor:
                         if _WORD_RUN.search(sentence):
                             caseless.append(sentence)
                     elif sentence not in cased:
-                        cased[sentence] = self.english_spans(sentence)
+                        cased[sentence] = self.english_spans(sentence, initials=self._reads_initials)
                 sentences.append((start, end, sentence, how))
             plan.append(sentences)
         unique = list(dict.fromkeys(caseless))  # a repeated sentence is read once
@@ -402,7 +412,11 @@ class EntityExtractor:
         them is a name whose type `_english` leaves to a model."""
         if self._tagger is None or not self._tagger_types:
             return {}
-        asked = {s: spans for s, spans in cased.items() if any(_model_typed(span) for span in spans)}
+        asked = {
+            s: spans
+            for s, spans in cased.items()
+            if any(_model_typed(span) or span.initial for span in spans)
+        }
         if not asked:
             return {}
         sentences = list(asked)
@@ -466,14 +480,19 @@ class EntityExtractor:
         probability at least `NOT_A_NAME`): capitalisation finds words that are not names (a heading's
         words, a term written with a capital), and the type a model would give them is a claim with nothing
         behind it. Such a name is a graph node only (`Mention.node_only`): it still links passages, but
-        claims no type for its chunk (benchmarks/README.md, "Names the tagger reads as no name")."""
+        claims no type for its chunk (benchmarks/README.md, "Names the tagger reads as no name").
+
+        A lone first word (`NameSpan.initial`) is left out unless the tagger reads it as a name (mean "O"
+        probability at most `INITIAL_NAME_MAX_OUTSIDE`); then it is typed as any other."""
         if typed is None:
             typed = self._typer_readings({sentence: spans}).get(sentence, {})
         found: list[tuple[str, str, np.ndarray | None, bool]] = []
         for k, span in enumerate(spans):
             kind, reading, no_name = span.rule_type, None, False
+            read = readings[k] if readings is not None else None
+            if span.initial and (read is None or read.outside > INITIAL_NAME_MAX_OUTSIDE):
+                continue
             if _model_typed(span):
-                read = readings[k] if readings is not None else None
                 reading = read.types if read is not None else None
                 no_name = read is not None and read.outside >= NOT_A_NAME
                 typer_kind, chances = typed.get(k, (None, None))
@@ -487,8 +506,13 @@ class EntityExtractor:
             found.append((span.name, kind, reading, no_name))
         return found
 
-    def english_spans(self, sentence: str, title_case: bool = False) -> list[NameSpan]:
-        """Capitalised names in an English sentence, with the rules' type."""
+    def english_spans(
+        self, sentence: str, title_case: bool = False, *, initials: bool = False
+    ) -> list[NameSpan]:
+        """Capitalised names in an English sentence, with the rules' type. A lone capitalised word that
+        starts the sentence is usually no name ("Researchers found ..."), so it is left out; with
+        `initials`, it is kept as a candidate (`NameSpan.initial`) for the tagger to decide
+        (`_english_read`)."""
         found: list[NameSpan] = []
         for match in _CAP_SEQ.finditer(sentence):
             group = match.group()
@@ -508,8 +532,9 @@ class EntityExtractor:
             before = sentence[:begin]
             kept = before.rstrip()
             at_start = not kept or kept.endswith(('"', "(", "“"))
-            if at_start and not title_case and len(words) == 1 and not _ACRONYM.fullmatch(phrase):
-                continue  # a lone capitalised first word is usually just the start of a sentence
+            initial = at_start and not title_case and len(words) == 1 and not _ACRONYM.fullmatch(phrase)
+            if initial and not initials:
+                continue
             # Where the name is written: the match less what was dropped before it ("The", a title) and
             # after it (closing punctuation).
             written = group.rstrip()
@@ -517,7 +542,7 @@ class EntityExtractor:
             end = max(end, begin + 1)
             sure = self.sure_type(words)
             kind = sure if sure is not None else self._context_type(words, kept, title)
-            found.append(NameSpan(phrase, begin, end, kind, title, sure is not None))
+            found.append(NameSpan(phrase, begin, end, kind, title, sure is not None, initial))
         return found
 
     @staticmethod

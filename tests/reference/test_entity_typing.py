@@ -577,7 +577,12 @@ def test_a_name_gets_one_type_in_one_text() -> None:
         "People moved to Acme in winter.": [0.0, 0.1, 0.9, 0.0],
     }
 
-    tagger = _ReadingTagger(lambda text, _a, _b: SpanReading(np.array(readings[text], dtype=np.float32), 0.0))
+    # Only "Acme" reads as a name: the sentences' first words ("Shares", "People") are no names.
+    tagger = _ReadingTagger(
+        lambda text, a, b: SpanReading(
+            np.array(readings[text], dtype=np.float32), 0.0 if text[a:b] == "Acme" else 1.0
+        )
+    )
     # A typer that says nothing (every type equally likely), so the tagger's readings decide.
     blank = SpanTyper({}, np.zeros((0, 4), dtype=np.float32), np.zeros(4, dtype=np.float32), list(kinds))
     extractor = EntityExtractor(ANALYZER, typer=blank, tagger=tagger)  # type: ignore[arg-type]
@@ -595,7 +600,7 @@ def test_a_name_the_tagger_reads_as_no_name_types_nothing() -> None:
     node) but claims no type for its chunk; just below the bar it is typed as before."""
     from hybridrag.indexing.analysis.entities import NOT_A_NAME, chunk_types
 
-    outside = {"Acme": NOT_A_NAME, "Bolt": NOT_A_NAME - 0.01}
+    outside = {"Acme": NOT_A_NAME, "Bolt": NOT_A_NAME - 0.01, "Shares": 1.0}
     organization = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)
     tagger = _ReadingTagger(lambda text, a, b: SpanReading(organization, outside[text[a:b]]))
     extractor = EntityExtractor(ANALYZER, tagger=tagger)  # type: ignore[arg-type]
@@ -607,6 +612,53 @@ def test_a_name_the_tagger_reads_as_no_name_types_nothing() -> None:
     assert chunk_types(found) == ["organization"]  # Bolt's claim alone
     only_acme = extractor.extract("Shares in Acme grew fast.")
     assert [m.node_only for m in only_acme] == [True] and chunk_types(only_acme) == []
+
+
+def test_a_lone_first_word_is_a_name_only_where_the_tagger_reads_one() -> None:
+    """One capitalised word that starts a sentence ("Acme grew fast.") is a name where the tagger reads it
+    as one (its "O" probability at most `INITIAL_NAME_MAX_OUTSIDE`), typed as any other; otherwise it is
+    only the sentence's start. Without the tagger's types the rules skip it, as they always did."""
+    from hybridrag.indexing.analysis.entities import INITIAL_NAME_MAX_OUTSIDE
+
+    outside = {
+        "Acme": 0.1,
+        "Shares": 0.95,
+        "Bolt": INITIAL_NAME_MAX_OUTSIDE,
+        "Crux": INITIAL_NAME_MAX_OUTSIDE + 0.01,
+    }
+    organization = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)
+    tagger = _ReadingTagger(lambda text, a, b: SpanReading(organization, outside[text[a:b]]))
+    text = "Acme grew fast. Shares fell. Bolt grew too. Crux did not."
+    found = EntityExtractor(ANALYZER, tagger=tagger).extract(text)  # type: ignore[arg-type]
+    assert [(m.surface, m.type, m.node_only) for m in found] == [
+        ("Acme", "organization", False),
+        ("Bolt", "organization", False),
+    ]
+    for without in (
+        EntityExtractor(ANALYZER, tagger=tagger, tagger_types=False),  # type: ignore[arg-type]
+        EntityExtractor(ANALYZER, rules_only=True),
+    ):
+        assert without.extract(text) == []
+    # A title's first word was never skipped, and is not read for it.
+    assert [m.surface for m in EntityExtractor(ANALYZER, tagger=tagger).extract_title("Shares")] == ["Shares"]  # type: ignore[arg-type]
+
+
+def test_the_packaged_tagger_finds_a_name_that_starts_a_sentence() -> None:
+    """With the shipped tagger, "Einstein" starting a sentence is a person and "Toyota" an organisation;
+    "Researchers" and "However" starting theirs are no names."""
+    extractor = EntityExtractor(ANALYZER)
+    found = extractor.extract_many(
+        [
+            "Einstein was born in Ulm.",
+            "Toyota makes cars in Japan.",
+            "Researchers found that Paris grew. However, Smith disagreed.",
+        ]
+    )
+    assert [[(m.surface, m.type) for m in one] for one in found] == [
+        [("Einstein", "person"), ("Ulm", "place")],
+        [("Toyota", "organization"), ("Japan", "place")],
+        [("Paris", "place"), ("Smith", "person")],
+    ]
 
 
 def test_the_packaged_tagger_reads_a_subject_as_no_name() -> None:
