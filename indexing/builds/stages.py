@@ -395,10 +395,13 @@ class VersionWrite:
             # An update's rows go into a segment of the serving files (rows the engine wrote are not known
             # here: those files are written anew).
             segment = self.version if base is not None and written is None else None
-            # A new table (a fragment per batch added) is compacted before it is served; one the engine's
-            # workers wrote to the object store is left as they wrote it (compacting would upload it again:
-            # the first merge folds it).
-            ann = vw.finish(segment=segment, compact=base is None and written is None)
+            # A new table (a fragment per batch added) is compacted before it is served, and so is one whose
+            # rows were retyped (the update leaves deleted rows behind, and the serving files could then not
+            # read the vectors in place but would copy them all as float32); one the engine's workers wrote
+            # to the object store is left as they wrote it (compacting would upload it again: the first merge
+            # folds it).
+            compact = written is None and (base is None or bool(self.retyped))
+            ann = vw.finish(segment=segment, compact=compact)
         embedding = {
             "model": self.config.embedding_model,
             "name": embedder.name,

@@ -246,6 +246,8 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
         "# Football\n\nThe striker signed for Manchester United in 2003.\n", "utf-8"
     )
     (docs / "lab.md").write_text("# Radium\n\nMarie Curie worked in Paris with Pierre Curie.\n", "utf-8")
+    # Typed alike by both: the re-extraction leaves its row as it was, beside the retyped ones.
+    (docs / "trip.md").write_text("# France\n\nWe drove from France to Italy.\n", "utf-8")
     old_dir, fresh_dir = tmp_path / "old", tmp_path / "fresh"
     config = BuildConfig(embedding_model="minilm")
     with monkeypatch.context() as m:  # an index an earlier release built: English names typed by the rules
@@ -287,6 +289,11 @@ def test_reextract_brings_an_index_typed_by_the_rules_to_a_fresh_builds_types(
     assert {k: v[1] for k, v in new_vectors.items()} == {k: sorted(v) for k, v in fresh_types.items()}
     for chunk_id, (vector, _types) in new_vectors.items():  # kept, not re-embedded
         assert np.allclose(vector, old_vectors[chunk_id][0])
+    # The retyped table was compacted: the serving files still read its vectors in place, no float32 copy.
+    from hybridrag.indexing.stores import lance_rows, quantized
+
+    folder = upgraded.path / "vectors"
+    assert lance_rows.present(folder) and not (folder / quantized.VECTORS).exists()
 
     # Every store's filter answers with the new types: the organisation chunks, through each strategy.
     settings = Settings(index_dir=old_dir, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
