@@ -13,7 +13,7 @@ import pytest
 from hybridrag.benchmarks.entities import run_entities
 from hybridrag.benchmarks.fitting.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
-from hybridrag.indexing.analysis.entities import RULES_REVISION, TAGGER_ROLE, EntityExtractor, normalize_name
+from hybridrag.indexing.analysis.entities import RULES_VERSION, TAGGER_ROLE, EntityExtractor, normalize_name
 from hybridrag.indexing.analysis.name_tagger import SpanReading
 from hybridrag.indexing.analysis.span_typer import FOLDER, SpanTyper, packaged_typer, span_features
 from tests.conftest import needs_shared, shared_path
@@ -83,10 +83,8 @@ def test_typer_weights_round_trip_and_name_themselves(tmp_path: Path) -> None:
     typer = packaged_typer()
     typer.save(tmp_path / "t", {"note": "copy"})
     again = SpanTyper.load(tmp_path / "t")
-    assert again.version == typer.version and TYPED.version.startswith(
-        f"rules-{RULES_REVISION}+{typer.version}+"
-    )
-    assert RULES.version == f"rules-{RULES_REVISION}"
+    assert again.version == typer.version and TYPED.version.startswith(f"{RULES_VERSION}+{typer.version}+")
+    assert RULES.version == RULES_VERSION
     features = span_features("He joined Goldman Sachs in 1999.", 10, 23, "person", casing=True)
     assert np.allclose(again.scores(features), typer.scores(features))
     assert json.loads((tmp_path / "t" / "model.json").read_text())["classes"] == typer.classes
@@ -619,6 +617,30 @@ def test_a_name_the_tagger_reads_as_no_name_types_nothing() -> None:
     assert chunk_types(found) == ["organization"]  # Bolt's claim alone
     only_acme = extractor.extract("Shares in Acme grew fast.")
     assert [m.node_only for m in only_acme] == [True] and chunk_types(only_acme) == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "names"),
+    [
+        # "The" capitalised within a sentence belongs to the name; at the start it is the sentence's.
+        ("The song was covered by The Rolling Stones in 1965.", ["The Rolling Stones"]),
+        ("The Rolling Stones covered the song.", ["Rolling Stones"]),
+        ('It was called " The Old Mill " by all.', ["Old Mill"]),
+        ("He spoke to the Rolling Stones.", ["Rolling Stones"]),
+        ("# The Tokaido Shinkansen", ["Tokaido Shinkansen"]),
+        # "&" joins the words of one name.
+        ("He bought shares of Procter & Gamble.", ["Procter & Gamble"]),
+        (
+            "He produced Paul Revere & the Raiders and Wilkin & Sons.",
+            ["Paul Revere & the Raiders", "Wilkin & Sons"],
+        ),
+    ],
+)
+def test_a_capitalised_the_and_an_ampersand_belong_to_the_name(sentence: str, names: list[str]) -> None:
+    found = RULES.english_spans(sentence)
+    assert [span.name for span in found] == names
+    for span in found:  # the models read the name's own words, without "The"
+        assert sentence[span.start : span.end] == span.name.removeprefix("The ")
 
 
 def test_a_lone_first_word_is_a_name_only_where_the_tagger_reads_one() -> None:
