@@ -203,10 +203,12 @@ def test_typed_f1_on_the_english_dev_file_beats_the_rules() -> None:
     typed = run_entities(path, ("original",), limit=500)["results"]["original"]
     rules = run_entities(path, ("original",), limit=500, rules_only=True)["results"]["original"]
     # The rules' English names, less those the tagger reads as no name (`NOT_A_NAME`: most of them are not
-    # names, so precision rises more than recall falls), typed differently (the Japanese tagger reads the
-    # few Japanese names here).
-    assert typed["untyped"]["f1"] >= rules["untyped"]["f1"] - 0.002
-    assert typed["untyped"]["precision"] >= rules["untyped"]["precision"] + 0.02
+    # names, so precision rises), plus the lone first words it reads as names (`INITIAL_NAME_MAX_OUTSIDE`,
+    # which the rules skip: recall rises), typed differently (the Japanese tagger reads the few Japanese
+    # names here). Measured: precision 0.840 -> 0.856, recall 0.852 -> 0.873.
+    assert typed["untyped"]["f1"] >= rules["untyped"]["f1"] + 0.01
+    assert typed["untyped"]["precision"] >= rules["untyped"]["precision"] + 0.01
+    assert typed["untyped"]["recall"] >= rules["untyped"]["recall"] + 0.01
     assert typed["typed"]["f1"] >= rules["typed"]["f1"] + 0.08
     for kind in ("person", "organization", "place"):
         assert typed["perType"][kind]["f1"] > rules["perType"][kind]["f1"], kind
@@ -641,6 +643,28 @@ def test_a_capitalised_the_and_an_ampersand_belong_to_the_name(sentence: str, na
     assert [span.name for span in found] == names
     for span in found:  # the models read the name's own words, without "The"
         assert sentence[span.start : span.end] == span.name.removeprefix("The ")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "names"),
+    [
+        ('It is named after the song " Sympathy for the Devil " by the band.', ["Sympathy for the Devil"]),
+        ("She read “The Lord of the Rings” twice.", ["The Lord of the Rings"]),
+        ('She sang "Songs of Love and Hate," then left.', ["Songs of Love and Hate"]),
+        # Not a title in title case: a species' name, a sentence quoted.
+        ('The genus " Acer capillipes " grows.', []),
+        ('He said "Come in and sit down" to her.', []),
+    ],
+)
+def test_a_quoted_title_is_one_name_of_a_work(sentence: str, names: list[str]) -> None:
+    """A quoted phrase in title case with small words inside is one name, a work's ("other"); without the
+    rule, capitalisation found its pieces ("Sympathy", "Devil")."""
+    quoted = [span for span in RULES.english_spans(sentence) if span.known]
+    assert [span.name for span in quoted] == names
+    for span in quoted:
+        assert span.rule_type == "other" and sentence[span.start : span.end] == span.name
+    found = EntityExtractor(ANALYZER).extract(sentence)
+    assert [(m.surface, m.type) for m in found if m.surface in names] == [(n, "other") for n in names]
 
 
 def test_a_lone_first_word_is_a_name_only_where_the_tagger_reads_one() -> None:
