@@ -90,6 +90,7 @@ _CAP_SEQ = re.compile(
 )
 DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _LETTER = re.compile(r"[^\W\d_]")
+_OPENERS = ('"', "(", "“")  # after one of these a capital starts a sentence, as at the sentence's start
 # A quoted phrase in title case (`EntityExtractor._quoted_titles`): the words a title leaves in lower case.
 _QUOTED = re.compile(r"[\"“]\s*([A-Z][^\"“”]{0,100}?)\s*[\"”]")
 _QUOTED_MAX_WORDS = 8
@@ -550,7 +551,7 @@ class EntityExtractor:
             begin = match.start() + group.find(words[0])
             before = sentence[:begin]
             kept = before.rstrip()
-            at_start = not kept or kept.endswith(('"', "(", "“"))
+            at_start = not kept or kept.endswith(_OPENERS)
             initial = at_start and not title_case and len(words) == 1 and not _ACRONYM.fullmatch(phrase)
             if initial and not initials:
                 continue
@@ -564,16 +565,10 @@ class EntityExtractor:
             # "The" capitalised within a sentence is part of the name ("by The Rolling Stones", "the film
             # The Godfather"): the name keeps it, though the models read the words after it. Not after an
             # opening quote or bracket, nor after marks alone (a heading's "#", a list's "-").
-            opening = sentence[: match.start()].rstrip()
-            if (
-                led_by_the
-                and not title
-                and not title_case
-                and len(group.split()) - len(words) == 1
-                and _LETTER.search(opening)
-                and not opening.endswith(('"', "(", "“"))
-            ):
-                phrase = "The " + phrase
+            if led_by_the and not title and not title_case and len(group.split()) - len(words) == 1:
+                opening = sentence[: match.start()].rstrip()
+                if _LETTER.search(opening) and not opening.endswith(_OPENERS):
+                    phrase = "The " + phrase
             found.append(NameSpan(phrase, begin, end, kind, title, sure is not None, initial))
         return found
 
