@@ -98,6 +98,16 @@ _TITLE_SMALL_WORDS = frozenset(
     "a an the of for with in on at to and or from by as into is be are my your our me you it not no but so".split()
 )
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,6}s?\b")
+# A year written between "the" (or a possessive) and an event's name: the year is the name's ("the 2010 FIFA
+# World Cup", "Yugoslavia's 1990 World Cup"), as Wikipedia names such events.
+_LEADING_YEAR = re.compile(r"(?:\b[Tt]he|['’]s)\s+((?:1\d|20)\d\d)\s+$")
+# A number of up to four digits right after a name, then a lower-case word or the end of a clause
+# ("Apollo 13 was", "UEFA Euro 2004 ,", "Windows 95 ."); not before a capital, a digit, a dash or a bracket,
+# where it is a score, a date or a table's column ("Chelsea 2 Arsenal 1", "Kuopio 25 November", "Bahrain 6 – 0").
+# The words that may join two names into one ("Trinidad and Tobago", "Temple of the Dog"; "of" alone
+# joins them in `_CAP_SEQ`), where the tagger reads them as a name's (`EntityExtractor._joined`).
+_JOINING = re.compile(r"[ \t]+(and|and the|for|for the|of the)[ \t]+")
+_TRAILING_NUMBER = re.compile(r"[ \t]+(\d{1,4})(?=\s*(?:[.,;:!?\"”]|$)|\s+[a-z])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +150,11 @@ class NameSpan(NamedTuple):
     titled: bool  # a personal title precedes it ("Dr.", "Queen")
     known: bool = False  # its type is the rules' own: its words settle it (`sure_type`), or a quoted title
     initial: bool = False  # one capitalised word that starts its sentence: a name only if the tagger says so
+    # A candidate the tagger settles (`EntityExtractor._settle_links`): the words at `link` make one name of
+    # it where the tagger reads them as inside one, else it is `parts`. A number after a name ("Apollo 13":
+    # the part "Apollo"); a joining word between two ("Trinidad and Tobago": "Trinidad", "Tobago").
+    parts: tuple[NameSpan, ...] = ()
+    link: tuple[int, int] = (0, 0)
 
 
 TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a headline, not a name
@@ -151,8 +166,9 @@ RULES_REVISION = 9
 # The same for the English capitalisation rules alone, which the Japanese tagger (fitted on the rules'
 # Japanese names: `RULES_REVISION`) does not read. 2 (2026-12-04): a capitalised "The" within a sentence and
 # "&" belong to the name ("by The Rolling Stones", "Procter & Gamble"). 3 (2026-12-04): a quoted title is one
-# name ("Sympathy for the Devil": `EntityExtractor._quoted_titles`).
-ENGLISH_RULES_REVISION = 3
+# name ("Sympathy for the Devil": `EntityExtractor._quoted_titles`). 4 (2026-12-04): an event's year after
+# "the" belongs to its name ("the 2010 FIFA World Cup").
+ENGLISH_RULES_REVISION = 4
 RULES_VERSION = f"rules-{RULES_REVISION}-en{ENGLISH_RULES_REVISION}"
 # Tags below this mean probability are left out: the tagger also tags ordinary noun phrases (0.5, 0.6, 0.75
 # and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too).
@@ -163,8 +179,10 @@ TAG_MIN_CONFIDENCE = 0.75
 # typer (typed F1 0.606 -> 0.689 on the English dev file; benchmarks/README.md, "Cased names typed by the
 # tagger and the typer together"); before, it read only sentences without letter case.
 # Since 2026-12-04 ("types-gated") a name the tagger reads as no name types nothing (`NOT_A_NAME`), and
-# ("-initials") a lone capitalised first word is a name where the tagger reads one (`INITIAL_NAME_MAX_OUTSIDE`).
-TAGGER_ROLE = "types-gated-initials"
+# ("-initials") a lone capitalised first word is a name where the tagger reads one (`INITIAL_NAME_MAX_OUTSIDE`),
+# and ("-links") a number after a name or a joining word between two names is the name's where the tagger
+# reads it so (`LINK_MAX_OUTSIDE`).
+TAGGER_ROLE = "types-gated-initials-links"
 # A name capitalisation finds whose words the tagger reads as "O" with at least this mean probability is a
 # graph node only, typing nothing (`EntityExtractor._english_read`). English dev file, typed / untyped F1:
 # never 0.689 / 0.843; 0.5: 0.703 / 0.835; 0.7: 0.701 / 0.842; 0.9: 0.701 / 0.846 (the fewest left
@@ -175,6 +193,14 @@ NOT_A_NAME = 0.9
 # dev file, typed / untyped F1: never 0.701 / 0.846; 0.05: 0.707 / 0.857; 0.25: 0.706 / 0.860; 0.5:
 # 0.705 / 0.861; 0.7: 0.705 / 0.861 (benchmarks/README.md, "A name that starts its sentence").
 INITIAL_NAME_MAX_OUTSIDE = 0.5
+# A number written after a name ("Apollo 13", "Windows 95"), or a joining word between two names ("Trinidad
+# and Tobago"), is the name's where the tagger's mean "O" probability over it is at most this: more likely
+# inside a name than not (`EntityExtractor._settle_links`). The tagger, fitted on CoNLL-2003, reads a
+# scorecard's "Younis 31" and "France and Germany" as names apart. English dev file, typed / untyped F1:
+# never 0.722 / 0.879; numbers at 0.5: 0.723 / 0.884; with the year rule (revision en4): 0.726 / 0.887;
+# joins too: 0.727 / 0.889 (0.3 to 0.9 moved typed F1 by 0.001 at most). CoNLL-2003 and WikiANN train (first
+# 3,000 sentences each), typed F1: 0.859 -> 0.861 and 0.491 -> 0.495.
+LINK_MAX_OUTSIDE = 0.5
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
 
@@ -280,7 +306,7 @@ class EntityExtractor:
     def version(self) -> str:
         """What finds and types the mentions: the rules' revision, the typer's weights (titles, and every
         English name when there is no tagger), the English tagger's and what it does, and the Japanese
-        tagger's ("rules-9-en3+typer-…+tagger-…-types-gated-initials+ja-…", digests of the weights). An
+        tagger's ("rules-9-en4+typer-…+tagger-…-types-gated-initials-links+ja-…", digests of the weights). An
         index records it (`index regraph --reextract` brings one extracted by another up to date)."""
         return extraction_version(self._typer, self._tagger, self._japanese, self._tagger_types)
 
@@ -310,12 +336,14 @@ class EntityExtractor:
                         if _WORD_RUN.search(sentence):
                             caseless.append(sentence)
                     elif sentence not in cased:
-                        cased[sentence] = self.english_spans(sentence, initials=self._reads_initials)
+                        cased[sentence] = self.english_spans(
+                            sentence, initials=self._reads_initials, links=self._reads_initials
+                        )
                 sentences.append((start, end, sentence, how))
             plan.append(sentences)
         unique = list(dict.fromkeys(caseless))  # a repeated sentence is read once
         tagged = dict(zip(unique, self._tagger.tag(unique), strict=True)) if self._tagger is not None else {}
-        read = self._tagger_readings(cased)
+        read = self._settle_links(cased, self._tagger_readings(cased))
         typed = self._typer_readings(cased)
         pieces: dict[str, Pieces | None] = {}
         if self._japanese is not None and japanese:
@@ -431,15 +459,64 @@ class EntityExtractor:
         asked = {
             s: spans
             for s, spans in cased.items()
-            if any(_model_typed(span) or span.initial for span in spans)
+            if any(_model_typed(span) or span.initial or span.parts for span in spans)
         }
         if not asked:
             return {}
         sentences = list(asked)
+        # After every name, for each one the tagger settles: its parts, then its linking words.
         read = self._tagger.span_readings(
-            sentences, [[(sp.start, sp.end) for sp in asked[s]] for s in sentences]
+            sentences,
+            [
+                [(sp.start, sp.end) for sp in asked[s]]
+                + [
+                    at
+                    for sp in asked[s]
+                    if sp.parts
+                    for at in (*((p.start, p.end) for p in sp.parts), sp.link)
+                ]
+                for s in sentences
+            ],
         )
         return dict(zip(sentences, read, strict=True))
+
+    @staticmethod
+    def _settle_links(
+        cased: dict[str, list[NameSpan]], read: dict[str, list[SpanReading | None]]
+    ) -> dict[str, list[SpanReading | None]]:
+        """Each candidate with `NameSpan.parts` is one name where the tagger reads its linking words as
+        inside a name (their mean "O" probability at most `LINK_MAX_OUTSIDE`: "Apollo 13", "Trinidad and
+        Tobago"), and its parts otherwise ("Younis" in a scorecard's "Younis 31", "France" and "Germany"),
+        or where the tagger did not read it. `cased`'s spans are settled in place; the readings returned
+        are theirs, one a span."""
+        settled: dict[str, list[SpanReading | None]] = dict(read)
+        for sentence, spans in cased.items():
+            if not any(span.parts for span in spans):
+                continue
+            readings = read.get(sentence)
+            extra = iter(readings[len(spans) :] if readings is not None else ())
+            kept: list[NameSpan] = []
+            kept_read: list[SpanReading | None] = []
+            for k, span in enumerate(spans):
+                whole = readings[k] if readings is not None else None
+                if not span.parts:
+                    kept.append(span)
+                    kept_read.append(whole)
+                    continue
+                parts = (
+                    [next(extra) for _ in span.parts] if readings is not None else [None] * len(span.parts)
+                )
+                link = next(extra) if readings is not None else None
+                if link is not None and link.outside <= LINK_MAX_OUTSIDE:
+                    kept.append(span._replace(parts=()))
+                    kept_read.append(whole)
+                else:
+                    kept.extend(span.parts)
+                    kept_read.extend(parts)
+            cased[sentence] = kept
+            if readings is not None:
+                settled[sentence] = kept_read
+        return settled
 
     def _typer_readings(
         self, cased: dict[str, list[NameSpan]]
@@ -523,12 +600,14 @@ class EntityExtractor:
         return found
 
     def english_spans(
-        self, sentence: str, title_case: bool = False, *, initials: bool = False
+        self, sentence: str, title_case: bool = False, *, initials: bool = False, links: bool = False
     ) -> list[NameSpan]:
         """Capitalised names in an English sentence, with the rules' type. A lone capitalised word that
         starts the sentence is usually no name ("Researchers found ..."), so it is left out; with
         `initials`, it is kept as a candidate (`NameSpan.initial`) for the tagger to decide
-        (`_english_read`)."""
+        (`_english_read`). With `links`, a number written after a name ("Apollo 13") and a joining word
+        between two ("Trinidad and Tobago") make candidates of one name, the names without them as their
+        `NameSpan.parts`, for the tagger to decide (`_settle_links`)."""
         found = self._quoted_titles(sentence)
         quoted = [(span.start, span.end) for span in found]
         for match in _CAP_SEQ.finditer(sentence):
@@ -569,8 +648,55 @@ class EntityExtractor:
                 opening = sentence[: match.start()].rstrip()
                 if _LETTER.search(opening) and not opening.endswith(_OPENERS):
                     phrase = "The " + phrase
-            found.append(NameSpan(phrase, begin, end, kind, title, sure is not None, initial))
-        return found
+            # An event's year before it is the name's ("the 2010 FIFA World Cup").
+            year = (
+                _LEADING_YEAR.search(before) if sure == OTHER and _head(words) in _EVENT_SUFFIX_EN else None
+            )
+            if year is not None:
+                phrase, begin, initial = f"{year.group(1)} {phrase}", year.start(1), False
+            span = NameSpan(phrase, begin, end, kind, title, sure is not None, initial)
+            number = _TRAILING_NUMBER.match(sentence, end) if links and not title_case else None
+            if number is not None:
+                span = span._replace(
+                    name=f"{phrase} {number.group(1)}",
+                    end=number.end(1),
+                    initial=False,
+                    parts=(span,),
+                    link=number.span(1),
+                )
+            found.append(span)
+        return self._joined(sentence, found) if links and not title_case else found
+
+    def _joined(self, sentence: str, found: list[NameSpan]) -> list[NameSpan]:
+        """Two names with only a joining word between them ("and", "for", "of the") become a candidate of one
+        name ("Trinidad and Tobago", "British Association for Shooting and Conservation"), the two its
+        `NameSpan.parts`, for the tagger to settle; each name joins one other at most."""
+        spans = sorted(found, key=lambda span: span.start)
+        out: list[NameSpan] = []
+        joined = False
+        at = 0
+        while at < len(spans):
+            a = spans[at]
+            b = spans[at + 1] if at + 1 < len(spans) else None
+            link = _JOINING.fullmatch(sentence, a.end, b.start) if b is not None else None
+            if b is None or link is None or a.parts or b.parts or b.titled:
+                out.append(a)
+                at += 1
+                continue
+            words = [*a.name.split(), *link.group(1).split(), *b.name.split()]
+            sure = self.sure_type(words)
+            kind = (
+                sure
+                if sure is not None
+                else self._context_type(words, sentence[: a.start].rstrip(), a.titled)
+            )
+            name = f"{a.name} {link.group(1)} {b.name}"
+            out.append(
+                NameSpan(name, a.start, b.end, kind, a.titled, sure is not None, False, (a, b), link.span(1))
+            )
+            joined = True
+            at += 2
+        return out if joined else found
 
     def _quoted_titles(self, sentence: str) -> list[NameSpan]:
         """Quoted phrases in title case with a small word inside ("Sympathy for the Devil", "The Lord of
@@ -604,8 +730,7 @@ class EntityExtractor:
             return known
         if lowered[-1] in _ORG_SUFFIX_EN or (lowered[0] in _ORG_SUFFIX_EN and "of" in lowered):
             return ORGANIZATION
-        head = lowered[-2] if len(lowered) > 1 and _SEQUEL.match(lowered[-1]) else lowered[-1]
-        if head in _EVENT_SUFFIX_EN:
+        if _head(words) in _EVENT_SUFFIX_EN:
             return OTHER
         if lowered[-1] in _PLACE_SUFFIX_EN or (len(lowered) > 1 and lowered[0] in _PLACE_PREFIX_EN):
             return PLACE
@@ -662,6 +787,12 @@ class EntityExtractor:
         if morphemes is None:
             morphemes = self._analyzer.japanese.morphemes(sentence)
         return japanese_rules(sentence, morphemes)
+
+
+def _head(words: list[str]) -> str:
+    """A name's head word, lower-cased: its last, or the one before a sequel's number ("World War II")."""
+    lowered = [w.lower().rstrip(".,") for w in words[-2:]]
+    return lowered[-2] if len(lowered) > 1 and _SEQUEL.match(lowered[-1]) else lowered[-1]
 
 
 def _model_typed(span: NameSpan) -> bool:

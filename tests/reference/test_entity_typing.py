@@ -696,6 +696,86 @@ def test_a_lone_first_word_is_a_name_only_where_the_tagger_reads_one() -> None:
     assert [m.surface for m in EntityExtractor(ANALYZER, tagger=tagger).extract_title("Shares")] == ["Shares"]  # type: ignore[arg-type]
 
 
+def test_a_number_or_a_joining_word_links_names_where_the_tagger_reads_it_so() -> None:
+    """A number written after a name and before a lower-case word or a clause's end is a candidate for the
+    name ("Apollo 13"), as is a joining word between two names ("Temple of the Dog"); it is kept where the
+    tagger reads the number or the word as inside a name (its "O" probability at most
+    `LINK_MAX_OUTSIDE`), typed by the reading of the whole, and dropped otherwise (a scorecard's "Younis
+    31", "France and Germany"), each part typed by its own reading. Without the tagger's types it is never
+    kept."""
+    from hybridrag.indexing.analysis.entities import LINK_MAX_OUTSIDE
+
+    outside = {"13": 0.1, "31": 0.95, "7": LINK_MAX_OUTSIDE, "of the": 0.1, "and": 0.99}
+    kinds = {"Apollo 13": 3, "Apollo": 1, "Younis 31": 3, "Younis": 0, "Bolt 7": 3, "Temple of the Dog": 1}
+
+    def read(text: str, a: int, b: int) -> SpanReading:
+        types = np.zeros(4, dtype=np.float32)
+        types[kinds.get(text[a:b], 2)] = 1.0
+        return SpanReading(types, outside.get(text[a:b], 0.0))
+
+    tagger = _ReadingTagger(read)
+    text = (
+        "He flew on Apollo 13 in spring. It was Younis 31 at tea. He drove a Bolt 7 once. "
+        "He played in Temple of the Dog in France and Germany."
+    )
+    found = EntityExtractor(ANALYZER, tagger=tagger).extract(text)  # type: ignore[arg-type]
+    assert [(m.surface, m.type) for m in found] == [
+        ("Apollo 13", "other"),
+        ("Younis", "person"),
+        ("Bolt 7", "other"),
+        ("Temple of the Dog", "organization"),
+        ("France", "place"),
+        ("Germany", "place"),
+    ]
+    for without in (
+        EntityExtractor(ANALYZER, tagger=tagger, tagger_types=False),  # type: ignore[arg-type]
+        EntityExtractor(ANALYZER, rules_only=True),
+    ):
+        names = [m.surface for m in without.extract(text)]
+        assert names == ["Apollo", "Younis", "Bolt", "Temple", "Dog", "France", "Germany"]
+    # Before a capital, a digit or a dash the number is a score, a date or a column: never a candidate.
+    for sentence in ("Chelsea 2 Arsenal won.", "He won in Kuopio 25 November 2001.", "Iran 1 – 0 Oman."):
+        assert all(not span.parts for span in RULES.english_spans(sentence, links=True))
+
+
+@pytest.mark.parametrize(
+    ("sentence", "names"),
+    [
+        ("He played at the 2010 FIFA World Cup in Durban.", ["2010 FIFA World Cup", "Durban"]),
+        ("It was Yugoslavia's 1990 World Cup squad.", ["Yugoslavia's", "1990 World Cup"]),
+        ("She ran at the 1988 Summer Olympics twice.", ["1988 Summer Olympics"]),
+        # Not an event, or no "the" before the year.
+        ("With the 1991 Red Sox he won.", ["Red Sox"]),
+        ("In 1994 Summer Olympics were held.", ["Summer Olympics"]),
+    ],
+)
+def test_an_events_year_after_the_is_its_names(sentence: str, names: list[str]) -> None:
+    found = RULES.english_spans(sentence)
+    assert [span.name for span in found] == names
+    for span in found:
+        assert sentence[span.start : span.end] == span.name
+
+
+def test_the_packaged_tagger_links_names_by_a_number_or_a_joining_word() -> None:
+    """With the shipped tagger, "Apollo 13" and "PlayStation 2" keep their numbers and "Trinidad and
+    Tobago" is one name; a batsman's score on a scorecard does not join his name, nor "and" two
+    countries."""
+    found = EntityExtractor(ANALYZER).extract_many(
+        [
+            "The Apollo 13 astronauts returned safely.",
+            "It came out for the PlayStation 2 in Japan.",
+            "Mushtaq Ahmed 44 not out, Waqar Younis 31.",
+            "He visited Trinidad and Tobago, then France and Germany.",
+        ]
+    )
+    assert [[m.surface for m in one] for one in found] == [
+        ["Apollo 13"],
+        ["PlayStation 2", "Japan"],
+        ["Mushtaq Ahmed", "Waqar Younis"],
+        ["Trinidad and Tobago", "France", "Germany"],
+    ]
+
+
 def test_the_packaged_tagger_finds_a_name_that_starts_a_sentence() -> None:
     """With the shipped tagger, "Einstein" starting a sentence is a person and "Toyota" an organisation;
     "Researchers" and "However" starting theirs are no names."""
