@@ -705,7 +705,7 @@ def test_a_number_or_a_joining_word_links_names_where_the_tagger_reads_it_so() -
     kept."""
     from hybridrag.indexing.analysis.entities import LINK_MAX_OUTSIDE
 
-    outside = {"13": 0.1, "31": 0.95, "7": LINK_MAX_OUTSIDE, "of the": 0.1, "and": 0.99}
+    outside = {"13": 0.1, "31": 0.95, "7": LINK_MAX_OUTSIDE, "of the": 0.1, "and": 0.99, "and the": 0.1}
     kinds = {"Apollo 13": 3, "Apollo": 1, "Younis 31": 3, "Younis": 0, "Bolt 7": 3, "Temple of the Dog": 1}
 
     def read(text: str, a: int, b: int) -> SpanReading:
@@ -716,7 +716,9 @@ def test_a_number_or_a_joining_word_links_names_where_the_tagger_reads_it_so() -
     tagger = _ReadingTagger(read)
     text = (
         "He flew on Apollo 13 in spring. It was Younis 31 at tea. He drove a Bolt 7 once. "
-        "He played in Temple of the Dog in France and Germany."
+        "He played in Temple of the Dog in France and Germany. "
+        # Two names whose own words settle them are two names, however the tagger reads the word between.
+        "He fought in the Crimean War and the Boer War."
     )
     found = EntityExtractor(ANALYZER, tagger=tagger).extract(text)  # type: ignore[arg-type]
     assert [(m.surface, m.type) for m in found] == [
@@ -726,13 +728,25 @@ def test_a_number_or_a_joining_word_links_names_where_the_tagger_reads_it_so() -
         ("Temple of the Dog", "organization"),
         ("France", "place"),
         ("Germany", "place"),
+        ("Crimean War", "other"),
+        ("Boer War", "other"),
     ]
     for without in (
         EntityExtractor(ANALYZER, tagger=tagger, tagger_types=False),  # type: ignore[arg-type]
         EntityExtractor(ANALYZER, rules_only=True),
     ):
         names = [m.surface for m in without.extract(text)]
-        assert names == ["Apollo", "Younis", "Bolt", "Temple", "Dog", "France", "Germany"]
+        assert names == [
+            "Apollo",
+            "Younis",
+            "Bolt",
+            "Temple",
+            "Dog",
+            "France",
+            "Germany",
+            "Crimean War",
+            "Boer War",
+        ]
     # Before a capital, a digit or a dash the number is a score, a date or a column: never a candidate.
     for sentence in ("Chelsea 2 Arsenal won.", "He won in Kuopio 25 November 2001.", "Iran 1 – 0 Oman."):
         assert all(not span.parts for span in RULES.english_spans(sentence, links=True))
