@@ -167,8 +167,9 @@ RULES_REVISION = 9
 # Japanese names: `RULES_REVISION`) does not read. 2 (2026-12-04): a capitalised "The" within a sentence and
 # "&" belong to the name ("by The Rolling Stones", "Procter & Gamble"). 3 (2026-12-04): a quoted title is one
 # name ("Sympathy for the Devil": `EntityExtractor._quoted_titles`). 4 (2026-12-04): an event's year after
-# "the" belongs to its name ("the 2010 FIFA World Cup").
-ENGLISH_RULES_REVISION = 4
+# "the" belongs to its name ("the 2010 FIFA World Cup"). 5 (2026-12-04): so does a capitalised "The" after an
+# opening quote within a sentence ('the film " The Glass Bottom Boat "').
+ENGLISH_RULES_REVISION = 5
 RULES_VERSION = f"rules-{RULES_REVISION}-en{ENGLISH_RULES_REVISION}"
 # Tags below this mean probability are left out: the tagger also tags ordinary noun phrases (0.5, 0.6, 0.75
 # and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too).
@@ -307,7 +308,7 @@ class EntityExtractor:
     def version(self) -> str:
         """What finds and types the mentions: the rules' revision, the typer's weights (titles, and every
         English name when there is no tagger), the English tagger's and what it does, and the Japanese
-        tagger's ("rules-9-en4+typer-…+tagger-…-types-gated-initials-links+ja-…", digests of the weights). An
+        tagger's ("rules-9-en5+typer-…+tagger-…-types-gated-initials-links+ja-…", digests of the weights). An
         index records it (`index regraph --reextract` brings one extracted by another up to date)."""
         return extraction_version(self._typer, self._tagger, self._japanese, self._tagger_types)
 
@@ -643,11 +644,12 @@ class EntityExtractor:
             sure = self.sure_type(words)
             kind = sure if sure is not None else self._context_type(words, kept, title)
             # "The" capitalised within a sentence is part of the name ("by The Rolling Stones", "the film
-            # The Godfather"): the name keeps it, though the models read the words after it. Not after an
-            # opening quote or bracket, nor after marks alone (a heading's "#", a list's "-").
+            # The Godfather", 'the film " The Glass Bottom Boat "'): the name keeps it, though the models read
+            # the words after it. Not after an opening bracket, nor after marks alone (a heading's "#", a
+            # list's "-"), where a capital starts a sentence.
             if led_by_the and not title and not title_case and len(group.split()) - len(words) == 1:
                 opening = sentence[: match.start()].rstrip()
-                if _LETTER.search(opening) and not opening.endswith(_OPENERS):
+                if _LETTER.search(opening) and not opening.endswith("("):
                     phrase = "The " + phrase
             # An event's year before it is the name's ("the 2010 FIFA World Cup").
             year = (

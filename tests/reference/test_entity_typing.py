@@ -627,7 +627,11 @@ def test_a_name_the_tagger_reads_as_no_name_types_nothing() -> None:
         # "The" capitalised within a sentence belongs to the name; at the start it is the sentence's.
         ("The song was covered by The Rolling Stones in 1965.", ["The Rolling Stones"]),
         ("The Rolling Stones covered the song.", ["Rolling Stones"]),
-        ('It was called " The Old Mill " by all.', ["Old Mill"]),
+        # So after an opening quote within a sentence (a work's title); not after a bracket, nor at the
+        # start of a quoted sentence.
+        ('It was called " The Old Mill " by all.', ["The Old Mill"]),
+        ("He left ( The Times said so ).", ["Times"]),
+        ('" The Old Mill " was sold.', ["Old Mill"]),
         ("He spoke to the Rolling Stones.", ["Rolling Stones"]),
         ("# The Tokaido Shinkansen", ["Tokaido Shinkansen"]),
         # "&" joins the words of one name.
