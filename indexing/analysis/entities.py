@@ -168,8 +168,9 @@ RULES_REVISION = 9
 # "&" belong to the name ("by The Rolling Stones", "Procter & Gamble"). 3 (2026-12-04): a quoted title is one
 # name ("Sympathy for the Devil": `EntityExtractor._quoted_titles`). 4 (2026-12-04): an event's year after
 # "the" belongs to its name ("the 2010 FIFA World Cup"). 5 (2026-12-04): so does a capitalised "The" after an
-# opening quote within a sentence ('the film " The Glass Bottom Boat "').
-ENGLISH_RULES_REVISION = 5
+# opening quote within a sentence ('the film " The Glass Bottom Boat "'). 6 (2026-12-04): a quoted phrase within
+# a sentence whose every word is capitalised is one name, a work's ('the single " Melissa "').
+ENGLISH_RULES_REVISION = 6
 RULES_VERSION = f"rules-{RULES_REVISION}-en{ENGLISH_RULES_REVISION}"
 # Tags below this mean probability are left out: the tagger also tags ordinary noun phrases (0.5, 0.6, 0.75
 # and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too).
@@ -308,7 +309,7 @@ class EntityExtractor:
     def version(self) -> str:
         """What finds and types the mentions: the rules' revision, the typer's weights (titles, and every
         English name when there is no tagger), the English tagger's and what it does, and the Japanese
-        tagger's ("rules-9-en5+typer-…+tagger-…-types-gated-initials-links+ja-…", digests of the weights). An
+        tagger's ("rules-9-en6+typer-…+tagger-…-types-gated-initials-links+ja-…", digests of the weights). An
         index records it (`index regraph --reextract` brings one extracted by another up to date)."""
         return extraction_version(self._typer, self._tagger, self._japanese, self._tagger_types)
 
@@ -705,19 +706,32 @@ class EntityExtractor:
     def _quoted_titles(self, sentence: str) -> list[NameSpan]:
         """Quoted phrases in title case with a small word inside ("Sympathy for the Devil", "The Lord of
         the Rings"): the title of a work, one name, where capitalisation alone would find its pieces. In
-        the English dev file's first 2,000 sentences, 41 of the 44 such phrases are one gold name."""
+        the English dev file's first 2,000 sentences, 41 of the 44 such phrases are one gold name. So is a
+        quoted phrase within a sentence whose every word is capitalised ('the film " The Glass Bottom
+        Boat "', 'the single " Melissa "', '" At Fillmore East "'): the rules would drop its "The" or "At"
+        and the models read a song as a person."""
         found = []
         for match in _QUOTED.finditer(sentence):
             begin = match.start(1)
             text = match.group(1).rstrip(".,;:!?")
             end = begin + len(text)
             words = text.split()
-            if not (
-                len(words) <= _QUOTED_MAX_WORDS
-                and words[-1] not in _TITLE_SMALL_WORDS
+            if len(words) > _QUOTED_MAX_WORDS:
+                continue
+            small_inside = (
+                words[-1] not in _TITLE_SMALL_WORDS
                 and any(w in _TITLE_SMALL_WORDS for w in words)
                 and all(w[0].isupper() or w in _TITLE_SMALL_WORDS or not w[0].isalpha() for w in words)
-            ):
+            )
+            # Within a sentence (a letter before the quote), two letters in a row (not 'the letter " A "'),
+            # no bracket ('" Beira ( 14.9 "').
+            capitalised = (
+                all(w[0].isupper() or not w[0].isalpha() for w in words)
+                and bool(_LETTER.search(sentence[: match.start()]))
+                and bool(_WORD_RUN.search(text))
+                and not any(c in text for c in "()[]")
+            )
+            if not (small_inside or capitalised):
                 continue
             # A work's title ("other"), unless its own words say otherwise ("... University").
             sure = self.sure_type(words)

@@ -629,9 +629,9 @@ def test_a_name_the_tagger_reads_as_no_name_types_nothing() -> None:
         ("The Rolling Stones covered the song.", ["Rolling Stones"]),
         # So after an opening quote within a sentence (a work's title); not after a bracket, nor at the
         # start of a quoted sentence.
-        ('It was called " The Old Mill " by all.', ["The Old Mill"]),
+        ('He wrote " The Old Mill stands " then.', ["The Old Mill"]),
         ("He left ( The Times said so ).", ["Times"]),
-        ('" The Old Mill " was sold.', ["Old Mill"]),
+        ('" The Old Mill stands " he wrote.', ["Old Mill"]),
         ("He spoke to the Rolling Stones.", ["Rolling Stones"]),
         ("# The Tokaido Shinkansen", ["Tokaido Shinkansen"]),
         # "&" joins the words of one name.
@@ -655,9 +655,15 @@ def test_a_capitalised_the_and_an_ampersand_belong_to_the_name(sentence: str, na
         ('It is named after the song " Sympathy for the Devil " by the band.', ["Sympathy for the Devil"]),
         ("She read “The Lord of the Rings” twice.", ["The Lord of the Rings"]),
         ('She sang "Songs of Love and Hate," then left.', ["Songs of Love and Hate"]),
-        # Not a title in title case: a species' name, a sentence quoted.
+        # Within a sentence, a quoted phrase whose every word is capitalised.
+        ('It peaked with the single " Melissa " in May.', ["Melissa"]),
+        ('The album " At Fillmore East " sold well.', ["At Fillmore East"]),
+        # Not a title in title case: a species' name, a sentence quoted, a letter, a quote that opens the
+        # sentence.
         ('The genus " Acer capillipes " grows.', []),
         ('He said "Come in and sit down" to her.', []),
+        ('It is shaped like the letter " A " here.', []),
+        ('" Melissa " was a hit.', []),
     ],
 )
 def test_a_quoted_title_is_one_name_of_a_work(sentence: str, names: list[str]) -> None:
