@@ -46,9 +46,13 @@ _ORG_SUFFIX_EN = frozenset(
     (
         "inc ltd co corp corporation company companies university institute institution laboratory laboratories "
         "labs school college bank railways railway agency ministry party association society foundation group "
-        "council committee army navy government museum academy works motors industries hospital center centre "
+        "council committee army navy government academy works motors industries center centre "
         "organisation organization office department commission union federation club"
     ).split()
+)
+# Sports clubs' initialisms, before or after the club's name ("FC Barcelona", "Hertha BSC", "Moreirense F.C.").
+_CLUB_EN = frozenset(
+    "fc f.c afc a.f.c cf c.f sc s.c bsc cd c.d rcd ac a.c fk sk tsg vfb vfl sv rsc r.s.c".split()
 )
 _TITLES_EN = frozenset(
     "mr mrs ms dr prof professor president king queen sir lord lady saint st emperor prince princess pope".split()
@@ -68,11 +72,25 @@ _PLACE_SUFFIX_EN = frozenset(
         "island islands isle river creek canal bridge lake lakes bay mount mountain mountains hill hills valley "
         "palace castle park street road avenue square county province prefecture district region peninsula "
         "ocean sea gulf strait harbour harbor airport station desert forest falls beach coast cathedral abbey "
-        "tower stadium arena village town city borough parish glacier reservoir canyon"
+        "tower stadium arena village town city borough parish glacier reservoir canyon route highway motorway "
+        # buildings open to visitors: places in CoNLL-2003's gold labels as in WikiNEuRal's
+        "museum hospital theatre theater"
     ).split()
 )
 _PLACE_PREFIX_EN = frozenset("mount lake cape fort port isle".split())
 _SEQUEL = re.compile(r"^(?:[ivxl]+|\d+)$")  # "World War II", "Apollo 13"
+_NUMBER = re.compile(r"^\d{1,4}$")
+# A word after one capitalised name that makes it someone's: a result or a thing named after a person
+# ("Hilbert space", "Fourier transform", "Lewis acid"); after a possessive, also these ("Raoult's law",
+# "Parkinson's disease").
+_EPONYM_NOUNS = frozenset(
+    (
+        "theorem theorems lemma conjecture equation equations inequality integral transform operator space "
+        "spaces symbol constant polynomial polynomials principle paradox acid filter filters effect"
+    ).split()
+)
+_EPONYM_POSSESSIVE_NOUNS = frozenset("law laws disease syndrome hypothesis".split())
+_EPONYM_NEXT = re.compile(r"(\s*['’]s)?\s+([a-z]+)\b")
 _PLACE_PREP = frozenset("in at from near to across".split())
 _NOT_NAMES = frozenset(
     (
@@ -85,14 +103,27 @@ _NOT_NAMES = frozenset(
 )
 # Capitalised words in a row, joined by the lower-case particles of names ("Bank of England", "Ludwig van
 # Beethoven") and by "&" ("Procter & Gamble", "Paul Revere & the Raiders": English dev typed F1 +0.002).
-_CAP_SEQ = re.compile(
-    r"\b(?:[A-Z][\w’'\-]*|[A-Z]{2,})(?:\.?\s+(?:(?:&\s+the|of|de|da|del|von|van|der|du|la|le|&)\s+)?(?:[A-Z][\w’'\-]*))*"
+# Every Latin capital letter, not only A-Z ("Živojinović", "Árabe Unido", "Łódź"). Not Greek ones: in
+# English text a capital "Δ" or "Ω" is a symbol ("ΔG", "Δ9-THC").
+_CAPITAL = "A-Z" + "".join(
+    re.escape(chr(c)) for c in range(0xC0, 0x250) if chr(c).isupper() and chr(c).lower() != chr(c)
 )
+# An initialism written with full stops ("U.S.", "F.C.") is one word, its last stop included.
+_CAP_SEQ = re.compile(
+    rf"\b(?:(?:[A-Z]\.){{2,}}|[{_CAPITAL}][\w’'\-]*)"
+    r"(?:\.?\s+(?:(?:&\s+the|of|de|da|del|von|van|der|du|la|le|&)\s+)?"
+    rf"(?:(?:[A-Z]\.){{2,}}|[{_CAPITAL}][\w’'\-]*))*"
+)
+_DOTTED = re.compile(r"(?:[A-Z]\.){2,}")
+# Era markers beside a year ("322 BC", "AD 79") are no names (WikiNEuRal's gold: 15 of 15).
+_ERAS = frozenset("bc ad bce ce b.c. a.d. b.c.e. c.e.".split())
+_DIGIT_BEFORE = re.compile(r"\d\s*$")
+_DIGIT_AFTER = re.compile(r"\s*\d")
 DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _LETTER = re.compile(r"[^\W\d_]")
 _OPENERS = ('"', "(", "“")  # after one of these a capital starts a sentence, as at the sentence's start
 # A quoted phrase in title case (`EntityExtractor._quoted_titles`): the words a title leaves in lower case.
-_QUOTED = re.compile(r"[\"“]\s*([A-Z][^\"“”]{0,100}?)\s*[\"”]")
+_QUOTED = re.compile(rf"[\"“]\s*([{_CAPITAL}][^\"“”]{{0,100}}?)\s*[\"”]")
 _QUOTED_MAX_WORDS = 8
 _TITLE_SMALL_WORDS = frozenset(
     "a an the of for with in on at to and or from by as into is be are my your our me you it not no but so".split()
@@ -169,8 +200,12 @@ RULES_REVISION = 9
 # name ("Sympathy for the Devil": `EntityExtractor._quoted_titles`). 4 (2026-12-04): an event's year after
 # "the" belongs to its name ("the 2010 FIFA World Cup"). 5 (2026-12-04): so does a capitalised "The" after an
 # opening quote within a sentence ('the film " The Glass Bottom Boat "'). 6 (2026-12-04): a quoted phrase within
-# a sentence whose every word is capitalised is one name, a work's ('the single " Melissa "').
-ENGLISH_RULES_REVISION = 6
+# a sentence whose every word is capitalised is one name, a work's ('the single " Melissa "'). 7 (2026-12-04):
+# every capital letter starts a name ("Živojinović"); an initialism with full stops is one word ("U.S.",
+# "Moreirense F.C."); an era beside a year is no name ("322 BC"); a name's own words settle more types: the word
+# before "of", a number at its end (`other`), buildings open to visitors (places), clubs' initialisms; and one
+# word before a word named after someone is a person ("Hilbert space", "Raoult's law": `_eponym`).
+ENGLISH_RULES_REVISION = 7
 RULES_VERSION = f"rules-{RULES_REVISION}-en{ENGLISH_RULES_REVISION}"
 # Tags below this mean probability are left out: the tagger also tags ordinary noun phrases (0.5, 0.6, 0.75
 # and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too).
@@ -309,7 +344,7 @@ class EntityExtractor:
     def version(self) -> str:
         """What finds and types the mentions: the rules' revision, the typer's weights (titles, and every
         English name when there is no tagger), the English tagger's and what it does, and the Japanese
-        tagger's ("rules-9-en6+typer-…+tagger-…-types-gated-initials-links+ja-…", digests of the weights). An
+        tagger's ("rules-9-en7+typer-…+tagger-…-types-gated-initials-links+ja-…", digests of the weights). An
         index records it (`index regraph --reextract` brings one extracted by another up to date)."""
         return extraction_version(self._typer, self._tagger, self._japanese, self._tagger_types)
 
@@ -627,11 +662,17 @@ class EntityExtractor:
             title = words[0].rstrip(".").lower() in _TITLES_EN and len(words) > 1
             if title:
                 words = words[1:]
-            phrase = " ".join(words).rstrip(".,;:")
+            # Closing punctuation is not the name's, an initialism's last stop is ("Moreirense F.C.").
+            closing = ",;:" if _DOTTED.fullmatch(words[-1]) else ".,;:"
+            phrase = " ".join(words).rstrip(closing)
             if len(phrase) < 2 or phrase.lower() in ENGLISH_STOPWORDS:
                 continue
             begin = match.start() + group.find(words[0])
             before = sentence[:begin]
+            if phrase.lower() in _ERAS and (
+                _DIGIT_BEFORE.search(before) or _DIGIT_AFTER.match(sentence, begin + len(phrase))
+            ):
+                continue
             kept = before.rstrip()
             at_start = not kept or kept.endswith(_OPENERS)
             initial = at_start and not title_case and len(words) == 1 and not _ACRONYM.fullmatch(phrase)
@@ -640,9 +681,11 @@ class EntityExtractor:
             # Where the name is written: the match less what was dropped before it ("The", a title) and
             # after it (closing punctuation).
             written = group.rstrip()
-            end = match.end() - (len(written) - len(written.rstrip(".,;:")))
+            end = match.end() - (len(written) - len(written.rstrip(closing)))
             end = max(end, begin + 1)
             sure = self.sure_type(words)
+            if sure is None and not title and len(words) == 1 and _eponym(sentence, end, words[0]):
+                sure = PERSON
             kind = sure if sure is not None else self._context_type(words, kept, title)
             # "The" capitalised within a sentence is part of the name ("by The Rolling Stones", "the film
             # The Godfather", 'the film " The Glass Bottom Boat "'): the name keeps it, though the models read
@@ -661,9 +704,12 @@ class EntityExtractor:
             span = NameSpan(phrase, begin, end, kind, title, sure is not None, initial)
             number = _TRAILING_NUMBER.match(sentence, end) if links and not title_case else None
             if number is not None:
+                numbered = self.sure_type([*words, number.group(1)])
                 span = span._replace(
                     name=f"{phrase} {number.group(1)}",
                     end=number.end(1),
+                    rule_type=numbered or kind,
+                    known=numbered is not None,
                     initial=False,
                     parts=(span,),
                     link=number.span(1),
@@ -741,17 +787,33 @@ class EntityExtractor:
     @staticmethod
     def sure_type(words: list[str]) -> str | None:
         """The type a name's own words settle: the lexicon knows the whole name (a country, a language, a
-        nationality), or its head word says what it is ("... University", "... War II", "... Bridge")."""
+        nationality), a club's initialism is in it ("FC ..."), its head word says what it is ("...
+        University", "... War II", "... Bridge", "Battle of ..."), or a number ends it ("Apollo 13": a
+        thing's)."""
         lowered = [w.lower().rstrip(".,") for w in words]
         known = packaged_lexicon().get(" ".join(lowered))
         if known is not None:
             return known
-        if lowered[-1] in _ORG_SUFFIX_EN or (lowered[0] in _ORG_SUFFIX_EN and "of" in lowered):
-            return ORGANIZATION
-        if _head(words) in _EVENT_SUFFIX_EN:
-            return OTHER
-        if lowered[-1] in _PLACE_SUFFIX_EN or (len(lowered) > 1 and lowered[0] in _PLACE_PREFIX_EN):
+        if len(lowered) > 1 and (lowered[0] in _CLUB_EN or lowered[-1] in _CLUB_EN):
+            return ORGANIZATION  # "FC Pune City", before "City" says place
+        # The head word: the last (less a sequel's number), then the one before "of" ("Bank of England",
+        # "Battle of Kosovo", "Carnegie Museum of Natural History").
+        heads = [_head(words)]
+        if "of" in lowered[1:]:
+            heads.append(lowered[lowered.index("of", 1) - 1])
+        for head in heads:
+            if head in _ORG_SUFFIX_EN:
+                return ORGANIZATION
+            if head in _EVENT_SUFFIX_EN:
+                return OTHER
+            if head in _PLACE_SUFFIX_EN:
+                return PLACE
+        if len(lowered) > 1 and lowered[0] in _PLACE_PREFIX_EN:
             return PLACE
+        # A name with a number at its end is a thing's: a mission, a product, an event ("Apollo 13",
+        # "Xbox 360", "Euro 96"), as CoNLL-2003's gold labels have it 37 times in 44.
+        if len(lowered) > 1 and _NUMBER.match(lowered[-1]):
+            return OTHER
         return None
 
     @classmethod
@@ -811,6 +873,17 @@ def _head(words: list[str]) -> str:
     """A name's head word, lower-cased: its last, or the one before a sequel's number ("World War II")."""
     lowered = [w.lower().rstrip(".,") for w in words[-2:]]
     return lowered[-2] if len(lowered) > 1 and _SEQUEL.match(lowered[-1]) else lowered[-1]
+
+
+def _eponym(sentence: str, end: int, word: str) -> bool:
+    """Whether the one-word name `word`, ending at `end`, is a person's by the word after it ("Hilbert
+    space", "Raoult's law": `_EPONYM_NOUNS`)."""
+    after = _EPONYM_NEXT.match(sentence, end)
+    if after is None:
+        return False
+    possessive = after.group(1) is not None or word.endswith(("'s", "’s"))
+    noun = after.group(2)
+    return noun in _EPONYM_NOUNS or (possessive and noun in _EPONYM_POSSESSIVE_NOUNS)
 
 
 def _model_typed(span: NameSpan) -> bool:
