@@ -480,6 +480,27 @@ def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
     assert all(0 <= t.start < t.end <= 42 for t in tags[0])
 
 
+def test_relabelling_tags_the_extractors_names_on_the_files_tokens(tmp_path: Path) -> None:
+    """`relabel_names` writes a CoNLL file whose tags are the packaged extractor's names (longer names
+    first, a token tagged once), which `read_conll` reads back as those names."""
+    from hybridrag.benchmarks.entities import read_conll
+    from hybridrag.benchmarks.fitting.relabel_names import relabel, tags_of
+
+    tokens = "He flew from New York to York with Apollo 13 .".split()
+    assert tags_of(tokens, [("York", "place"), ("New York", "place"), ("Apollo 13", "other")]) == [
+        "O", "O", "O", "B-LOC", "I-LOC", "O", "B-LOC", "O", "B-MISC", "I-MISC", "O",
+    ]  # fmt: skip
+    source = tmp_path / "in.conll"
+    source.write_text(
+        "0\tShe\tO\n1\tjoined\tO\n2\tGoldman\tB-PER\n3\tSachs\tO\n4\tin\tO\n5\tLondon\tO\n6\t.\tO\n"
+    )
+    info = relabel(source, tmp_path / "out.conll")
+    assert info["sentences"] == 1
+    [sentence] = read_conll(tmp_path / "out.conll")
+    found = [(sentence.text[a:b], kind) for a, b, kind in sentence.spans]
+    assert found == [("Goldman Sachs", "organization"), ("London", "place")]
+
+
 def test_what_reaches_the_tagger() -> None:
     """Sentences without letter case are read for their names; cased English for the types of the names
     capitalisation finds, only where a model must type one (not a titled person, not a lexicon name);
@@ -813,6 +834,9 @@ def test_a_name_before_a_word_named_after_someone_is_a_persons(
         ("He joined Moreirense F.C. in 2010, then Benfica.", ["Moreirense F.C.", "Benfica"]),
         ("He met J.R.R. Tolkien at Oxford.", ["J.R.R. Tolkien", "Oxford"]),
         ("He lived in Washington, D.C.", ["Washington", "D.C."]),
+        # Every Latin capital starts a name; a Greek one is a symbol.
+        ("He beat Slobodan Živojinović in Łódź.", ["Slobodan Živojinović", "Łódź"]),
+        ("Its ΔG in Paris was low.", ["Paris"]),
         # An era beside a year is no name.
         ("It was fought in 322 BC near Amorgos, and Pompeii in AD 79.", ["Amorgos", "Pompeii"]),
         ("He worked for AD Industries in 500 B.C. and after.", ["AD Industries"]),
@@ -820,8 +844,8 @@ def test_a_name_before_a_word_named_after_someone_is_a_persons(
 )
 def test_an_initialism_with_full_stops_is_one_word_of_a_name(sentence: str, names: list[str]) -> None:
     """An initialism written with full stops ("U.S.", "F.C.") is a word of a name, its last stop included;
-    before, capitalisation broke it at each stop ("S.", "Moreirense F"). "BC" and "AD" beside a year are
-    eras, no names."""
+    before, capitalisation broke it at each stop ("S.", "Moreirense F"). A name starts at any Latin capital
+    ("Živojinović" was lost before). "BC" and "AD" beside a year are eras, no names."""
     found = RULES.english_spans(sentence)
     assert [span.name for span in found] == names
     for span in found:
