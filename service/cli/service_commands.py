@@ -128,8 +128,8 @@ def schema_export(
 
 @models_app.command("list")
 def models_list() -> None:
-    """List the registered embedding models and whether each is installed, and the name tagger's export."""
-    from hybridrag.indexing.analysis.name_tagger import export_matches, onnx_folder
+    """List the registered embedding models and whether each is installed, and the name taggers' exports."""
+    from hybridrag.indexing.analysis.name_tagger import EXPORT_NAMES, export_matches, onnx_folder
     from hybridrag.indexing.models.embedders import MODEL_REGISTRY, ModelUnavailable
 
     for name, spec in MODEL_REGISTRY.items():
@@ -137,10 +137,15 @@ def models_list() -> None:
             where = str(spec.resolve())
         except ModelUnavailable as exc:
             where = f"not installed ({exc})"
-        typer.echo(f"{name:16} {where}")
-    tagger = onnx_folder()
-    where = str(tagger) if export_matches(tagger) else "no ONNX export (runs on torch where installed)"
-    typer.echo(f"{'name-tagger':16} {where}")
+        typer.echo(f"{name:21} {where}")
+    for folder, name in EXPORT_NAMES.items():
+        tagger = onnx_folder(folder)
+        where = (
+            str(tagger)
+            if export_matches(tagger, folder)
+            else "no ONNX export (runs on torch where installed)"
+        )
+        typer.echo(f"{name:21} {where}")
 
 
 @models_app.command("install")
@@ -206,9 +211,10 @@ def models_install(
 
 def _install_name_tagger(force: bool) -> None:
     """The name taggers' ONNX exports, which every build and service that finds them runs (with or without
-    torch), so an index's entity types do not depend on where it was built or written: the English one, and
-    the Japanese one where e5-multilingual (its base) is installed."""
+    torch), so an index's entity types do not depend on where it was built or written: the English ones
+    (cased and case-less), and the Japanese one where e5-multilingual (its base) is installed."""
     from hybridrag.indexing.analysis.name_tagger import (
+        CASELESS_FOLDER,
         FOLDER,
         JA_FOLDER,
         base_of,
@@ -218,7 +224,11 @@ def _install_name_tagger(force: bool) -> None:
     )
     from hybridrag.indexing.models.registry import ModelUnavailable
 
-    for folder, what in ((FOLDER, "name tagger"), (JA_FOLDER, "Japanese name tagger")):
+    for folder, what in (
+        (FOLDER, "name tagger"),
+        (CASELESS_FOLDER, "case-less name tagger"),
+        (JA_FOLDER, "Japanese name tagger"),
+    ):
         if not (folder / "weights.npz").is_file():
             continue
         if export_is_current(onnx_folder(folder), folder) and not force:

@@ -218,21 +218,28 @@ def _dev_sentences() -> list[str]:
 
 
 def test_english_names_are_typed_as_in_the_full_environment(torch_free: Path) -> None:
-    """The torch-free environment runs the English name tagger (its ONNX export, made by `models install`)
-    and finds and types names exactly as the full environment does, where the same export runs beside
-    torch: with letter case (the tagger types the names capitalisation finds) and without (it finds them);
-    same extraction version, same names, types and places."""
+    """The torch-free environment runs the English name taggers (their ONNX exports, made by `models
+    install`) and finds and types names exactly as the full environment does, where the same exports run
+    beside torch: with letter case (one tagger types the names capitalisation finds) and without (the
+    case-less one finds them); same extraction version, same names, types and places."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.analysis.entities import EntityExtractor
-    from hybridrag.indexing.analysis.name_tagger import NameTagger, export_matches
+    from hybridrag.indexing.analysis.name_tagger import CASELESS_FOLDER, NameTagger, export_matches
 
     texts = _dev_sentences()
     theirs = _extracted_there(torch_free, texts)
-    assert export_matches(MODELS / "onnx" / "name-tagger"), "run `hybridrag models install e5-multilingual`"
-    # The full environment runs the same export (torch is there, but the export is what it runs).
-    full = EntityExtractor(Analyzer(), tagger=NameTagger(onnx=MODELS / "onnx" / "name-tagger"))
+    cased_export, caseless_export = MODELS / "onnx" / "name-tagger", MODELS / "onnx" / "caseless-name-tagger"
+    assert export_matches(cased_export), "run `hybridrag models install e5-multilingual`"
+    assert export_matches(caseless_export, CASELESS_FOLDER), "run `hybridrag models install e5-multilingual`"
+    # The full environment runs the same exports (torch is there, but the exports are what it runs).
+    full = EntityExtractor(
+        Analyzer(),
+        tagger=NameTagger(onnx=cased_export),
+        caseless=NameTagger(CASELESS_FOLDER, onnx=caseless_export),
+    )
     ours = [[[m.key, m.surface, m.type, m.sentence_start] for m in ms] for ms in full.extract_many(texts)]
     assert theirs["version"] == full.version and "+tagger-" in theirs["version"]
+    assert theirs["version"].count("+tagger-") == 2 and "-caseless+" in theirs["version"]
     caseless = ours[len(texts) // 3 :]
     tagged = sum(1 for ms in caseless if any(m[2] in ("person", "organization") for m in ms))
     assert tagged >= max(2, len(caseless) // 10)  # the tagger ran: case-less people and organisations found

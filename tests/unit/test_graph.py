@@ -791,7 +791,8 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
     docs = tmp_path / "lower"
     docs.mkdir()
     texts = {
-        "toyota": "the loom maker's son started building cars in 1937; that company became a motor corporation.",
+        "toyota": "a textile machine maker's son started building cars in 1937; that company became a motor "
+        "corporation.",
         "sony": "two engineers opened a radio repair shop in a bombed department store after the war.",
         "rail": "the first high-speed railway line began running in 1964 between two large cities.",
     }
@@ -810,7 +811,7 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
         # The fusion is what is tested: no relevance cut (three passages are too few to judge a query by).
         hybrid = _search(c, {"text": query, "options": both, "filters": {"minRelevance": 0}})
         assert hybrid["strategies"]["graph"]["resultCount"] == 0
-        assert "loom maker" in hybrid["results"][0]["content"]["text"]
+        assert "textile machine maker" in hybrid["results"][0]["content"]["text"]
 
 
 CASINGS: dict[str, Callable[[str], str]] = {"original": str, "lower": str.lower, "upper": str.upper}
