@@ -212,8 +212,10 @@ RULES_REVISION = 9
 # every capital letter starts a name ("Živojinović"); an initialism with full stops is one word ("U.S.",
 # "Moreirense F.C."); an era beside a year is no name ("322 BC"); a name's own words settle more types: the word
 # before "of", a number at its end (`other`), buildings open to visitors (places), clubs' initialisms; and one
-# word before a word named after someone is a person ("Hilbert space", "Raoult's law": `_eponym`).
-ENGLISH_RULES_REVISION = 7
+# word before a word named after someone is a person ("Hilbert space", "Raoult's law": `_eponym`). 8 (2026-12-05):
+# a case-less name the tagger cuts at a hyphen is whole ("bcl-" of "bcl-2", "-gamma" of "ifn-gamma": `_whole`),
+# and one with no letter or digit is none ("-").
+ENGLISH_RULES_REVISION = 8
 RULES_VERSION = f"rules-{RULES_REVISION}-en{ENGLISH_RULES_REVISION}"
 # Tags below this mean probability are left out: the tagger also tags ordinary noun phrases (0.5, 0.6, 0.75
 # and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too).
@@ -494,12 +496,14 @@ class EntityExtractor:
         found = [(sentence[s:e], kind) for s, e, kind in known]
         ordinary = ordinary_words()
         for tag in tags:
-            name = sentence[tag.start : tag.end]
+            start, end = _whole(sentence, tag.start, tag.end)
+            name = sentence[start:end]
             if (
                 tag.confidence >= TAG_MIN_CONFIDENCE
+                and _LETTER_OR_DIGIT.search(name)
                 and name.lower() not in ordinary
                 and name.lower() not in _HEAD_WORDS
-                and not any(s < tag.end and tag.start < e for s, e, _k in known)
+                and not any(s < end and start < e for s, e, _k in known)
             ):
                 found.append((name, tag.type))
         return found
@@ -901,6 +905,25 @@ def _head(words: list[str]) -> str:
     """A name's head word, lower-cased: its last, or the one before a sequel's number ("World War II")."""
     lowered = [w.lower().rstrip(".,") for w in words[-2:]]
     return lowered[-2] if len(lowered) > 1 and _SEQUEL.match(lowered[-1]) else lowered[-1]
+
+
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+_HYPHENS = "-\u2010\u2011\u2013"  # hyphen-minus, hyphen, non-breaking hyphen, en dash
+_WORD_CHARS_BEFORE = re.compile(r"[^\W_]+$")
+_WORD_CHARS_AFTER = re.compile(r"^[^\W_]+")
+
+
+def _whole(sentence: str, start: int, end: int) -> tuple[int, int]:
+    """Where a tagged name is with the word it cuts at a hyphen made whole: the tagger's words end at every
+    hyphen, so it tags "bcl-" of "bcl-2", "-gamma" of "ifn-gamma" and "-" of "x-y"; such a name takes the
+    letters and digits beyond its hyphen (up to the next hyphen or other character)."""
+    if sentence[start:end].startswith(tuple(_HYPHENS)) and (
+        before := _WORD_CHARS_BEFORE.search(sentence[:start])
+    ):
+        start = before.start()
+    if sentence[start:end].endswith(tuple(_HYPHENS)) and (after := _WORD_CHARS_AFTER.search(sentence[end:])):
+        end += after.end()
+    return start, end
 
 
 def _eponym(sentence: str, end: int, word: str) -> bool:

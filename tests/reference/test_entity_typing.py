@@ -644,6 +644,37 @@ def test_a_head_word_alone_is_no_case_less_name() -> None:
     }
 
 
+def test_a_case_less_name_cut_at_a_hyphen_is_made_whole() -> None:
+    """The tagger's words end at every hyphen, so in text without letter case it tags pieces of hyphenated
+    names ("bcl-" of "bcl-2", "-gamma" of "ifn-gamma", "-" alone): such a name takes the letters and digits
+    beyond its hyphen, up to the next hyphen; a name with no letter or digit is none; a name already whole
+    ("il-6", "anti-" before a space) is kept as it is."""
+    from hybridrag.indexing.analysis.name_tagger import Tag
+
+    sentence = "bcl-2 and ifn-gamma raise il-6 in x-y cells, and anti- or toll-like receptors + tnf."
+    pieces = [("bcl-", 0), ("-gamma", 0), ("il-6", 0), ("-", 1), ("anti-", 0), ("-like", 0), ("+", 0)]
+
+    class Pieces:
+        version, kinds = "tagger-pieces", ("person", "organization", "place", "other")
+
+        def tag(self, texts: list[str]) -> list[list[Tag]]:
+            found = []
+            for piece, nth in pieces:
+                at = sentence.index(piece, sentence.index("x-y") if nth else 0)
+                found.append(Tag(at, at + len(piece), "other", 0.99))
+            return [found for _ in texts]
+
+    extractor = EntityExtractor(ANALYZER, caseless=Pieces())  # type: ignore[arg-type]
+    assert [m.surface for m in extractor.extract(sentence)] == [
+        "bcl-2",
+        "ifn-gamma",
+        "il-6",
+        "x-y",
+        "anti-",
+        "toll-like",
+    ]
+
+
 def test_the_tagger_reads_a_given_span_as_one_name() -> None:
     """`span_readings`: for names found by other means, the probability of each type that the span is one name
     of it (B- at its first word, I- after), so a name's later words count ("Tokyo Tsushin Kogyo": a place's
