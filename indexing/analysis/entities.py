@@ -110,6 +110,17 @@ _NOT_NAMES = frozenset(
         "second third also thus hence both each every many most some several other another such"
     ).split()
 )
+# Of those, the ones a name may start with within a sentence, where a capital is the writer's choice ("the
+# First World War", "the film Every Which Way", "Her Music"). Not days and months, capitalised anywhere, nor
+# "the" (its own rule: `EntityExtractor.english_spans`), nor prepositions and sentence adverbs, which
+# capitalised within a sentence mostly mean a lost full stop ("increasing crime In Germany").
+_FIRST_WORDS_WITHIN = frozenset(
+    "a an this that these those he she it they we you his her its their our my your there here first second "
+    "third both each every many most some several other another such".split()
+)
+# A company's legal form, which a comma parts from the rest of its name ("Toyota Motor Co., Ltd.").
+_LEGAL_FORMS = frozenset("ltd inc llc llp plc corp co gmbh ag nv bv pty".split())
+_LEGAL_FORM_GAP = re.compile(r"\.?,\s+")
 # Capitalised words in a row, joined by the lower-case particles of names ("Bank of England", "Ludwig van
 # Beethoven") and by "&" ("Procter & Gamble", "Paul Revere & the Raiders": English dev typed F1 +0.002).
 # Every Latin capital letter, not only A-Z ("Živojinović", "Árabe Unido", "Łódź"). Not Greek ones: in
@@ -214,8 +225,10 @@ RULES_REVISION = 9
 # before "of", a number at its end (`other`), buildings open to visitors (places), clubs' initialisms; and one
 # word before a word named after someone is a person ("Hilbert space", "Raoult's law": `_eponym`). 8 (2026-12-05):
 # a case-less name the tagger cuts at a hyphen is whole ("bcl-" of "bcl-2", "-gamma" of "ifn-gamma": `_whole`),
-# and one with no letter or digit is none ("-").
-ENGLISH_RULES_REVISION = 8
+# and one with no letter or digit is none ("-"). 9 (2026-12-05): within a sentence an ordinal, a determiner or a
+# pronoun before another capitalised word is the name's ("the First World War": `_FIRST_WORDS_WITHIN`), and a
+# company's legal form after a comma is its name's ("Toyota Motor Co., Ltd.": `_with_legal_forms`).
+ENGLISH_RULES_REVISION = 9
 RULES_VERSION = f"rules-{RULES_REVISION}-en{ENGLISH_RULES_REVISION}"
 # Tags below this mean probability are left out: the tagger also tags ordinary noun phrases (0.5, 0.6, 0.75
 # and 0.85 measured with the CoNLL-2003 tagger on the lower-cased English dev file: 0.75 is best there too).
@@ -686,8 +699,14 @@ class EntityExtractor:
             group = match.group()
             words = [w.rstrip(".") if w.rstrip(".").lower() in _TITLES_EN else w for w in group.split()]
             led_by_the = words[0] == "The"
-            # Drop leading function words capitalised only because they start the sentence.
-            while words and words[0].lower() in _NOT_NAMES:
+            # Drop leading function words capitalised only because they start the sentence; within a
+            # sentence, some start the name before another capitalised word (`_FIRST_WORDS_WITHIN`).
+            within = _within(sentence, match.start())
+            while (
+                words
+                and words[0].lower() in _NOT_NAMES
+                and not (within and len(words) > 1 and words[0].lower() in _FIRST_WORDS_WITHIN)
+            ):
                 words = words[1:]
             if not words:
                 continue
@@ -747,6 +766,7 @@ class EntityExtractor:
                     link=number.span(1),
                 )
             found.append(span)
+        found = _with_legal_forms(sentence, found)
         return self._joined(sentence, found) if links and not title_case else found
 
     def _joined(self, sentence: str, found: list[NameSpan]) -> list[NameSpan]:
@@ -908,7 +928,7 @@ def _head(words: list[str]) -> str:
 
 
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
-_HYPHENS = "-\u2010\u2011\u2013"  # hyphen-minus, hyphen, non-breaking hyphen, en dash
+_HYPHENS = ("-", "\u2010", "\u2011", "\u2013")  # hyphen-minus, hyphen, non-breaking hyphen, en dash
 _WORD_CHARS_BEFORE = re.compile(r"[^\W_]+$")
 _WORD_CHARS_AFTER = re.compile(r"^[^\W_]+")
 
@@ -917,13 +937,44 @@ def _whole(sentence: str, start: int, end: int) -> tuple[int, int]:
     """Where a tagged name is with the word it cuts at a hyphen made whole: the tagger's words end at every
     hyphen, so it tags "bcl-" of "bcl-2", "-gamma" of "ifn-gamma" and "-" of "x-y"; such a name takes the
     letters and digits beyond its hyphen (up to the next hyphen or other character)."""
-    if sentence[start:end].startswith(tuple(_HYPHENS)) and (
-        before := _WORD_CHARS_BEFORE.search(sentence[:start])
-    ):
+    if sentence[start:end].startswith(_HYPHENS) and (before := _WORD_CHARS_BEFORE.search(sentence[:start])):
         start = before.start()
-    if sentence[start:end].endswith(tuple(_HYPHENS)) and (after := _WORD_CHARS_AFTER.search(sentence[end:])):
+    if sentence[start:end].endswith(_HYPHENS) and (after := _WORD_CHARS_AFTER.search(sentence[end:])):
         end += after.end()
     return start, end
+
+
+def _within(sentence: str, start: int) -> bool:
+    """Whether the word at `start` stands within its sentence: after a lower-case word, a number, a comma or
+    a semicolon, where a capital is no sentence's start."""
+    before = sentence[:start].rstrip()[-1:]
+    return bool(before) and (before.islower() or before.isdigit() or before in ",;")
+
+
+def _with_legal_forms(sentence: str, found: list[NameSpan]) -> list[NameSpan]:
+    """A company's legal form after a name and a comma is that name's ("Toyota Motor Co., Ltd.", "Ferris,
+    Baker Watts, Inc.", as CoNLL-2003's gold writes them), not a name of its own."""
+    out: list[NameSpan] = []
+    merged = False
+    for span in sorted(found, key=lambda span: span.start):
+        previous = out[-1] if out else None
+        if (
+            previous is not None
+            and not previous.parts
+            and span.name.lower() in _LEGAL_FORMS
+            and _LEGAL_FORM_GAP.fullmatch(sentence, previous.end, span.start)
+        ):
+            out[-1] = previous._replace(
+                name=f"{previous.name}{sentence[previous.end : span.start]}{span.name}",
+                end=span.end,
+                rule_type=ORGANIZATION,
+                known=True,
+                initial=False,
+            )
+            merged = True
+            continue
+        out.append(span)
+    return out if merged else found
 
 
 def _eponym(sentence: str, end: int, word: str) -> bool:

@@ -792,6 +792,37 @@ def test_a_capitalised_the_and_an_ampersand_belong_to_the_name(sentence: str, na
 @pytest.mark.parametrize(
     ("sentence", "names"),
     [
+        # Within a sentence an ordinal, a determiner or a pronoun before another capitalised word is the name's.
+        ("She organised units during the First World War.", ["First World War"]),
+        (
+            "He fought in the Third Mithridatic War, and his son sang Her Music.",
+            ["Third Mithridatic War", "Her Music"],
+        ),
+        # At the sentence's start it is the sentence's; days, months and prepositions never start one.
+        ("First Union bought it.", ["Union"]),
+        ("In May Smith said Monday First Union will buy it.", ["Smith", "First Union"]),
+        ("It rose with increasing crime In Germany last year.", ["Germany"]),
+        # A lone word does not become a name.
+        ("Then the results were, Several times, the same.", []),
+        # A company's legal form after a comma is its name's; alone it names nothing.
+        ("Toyota Motor Co., Ltd. was founded in 1937.", ["Toyota Motor Co., Ltd"]),
+        ("He joined Ferris, Baker Watts, Inc. in May.", ["Ferris", "Baker Watts, Inc"]),
+    ],
+)
+def test_a_name_within_a_sentence_keeps_its_first_word_and_its_legal_form(
+    sentence: str, names: list[str]
+) -> None:
+    found = RULES.english_spans(sentence)
+    assert [span.name for span in found] == names
+    for span in found:
+        assert sentence[span.start : span.end] == span.name
+    legal = [span for span in found if span.name.endswith(("Ltd", "Inc"))]
+    assert all(span.rule_type == "organization" for span in legal)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "names"),
+    [
         ('It is named after the song " Sympathy for the Devil " by the band.', ["Sympathy for the Devil"]),
         ("She read “The Lord of the Rings” twice.", ["The Lord of the Rings"]),
         ('She sang "Songs of Love and Hate," then left.', ["Songs of Love and Hate"]),
