@@ -807,6 +807,13 @@ def test_a_capitalised_the_and_an_ampersand_belong_to_the_name(sentence: str, na
         # A company's legal form after a comma is its name's; alone it names nothing.
         ("Toyota Motor Co., Ltd. was founded in 1937.", ["Toyota Motor Co., Ltd"]),
         ("He joined Ferris, Baker Watts, Inc. in May.", ["Ferris", "Baker Watts, Inc"]),
+        # Capitalised words an en dash or an ampersand joins are one word; a range of months is no name.
+        (
+            "She studied at Texas A&M University–Corpus Christi from November–December on.",
+            ["Texas A&M University–Corpus Christi"],
+        ),
+        ("He derived the Stefan–Boltzmann law.", ["Stefan–Boltzmann"]),
+        ("Smith–the famous one–said so at AT&T.", ["AT&T"]),
     ],
 )
 def test_a_name_within_a_sentence_keeps_its_first_word_and_its_legal_form(
@@ -818,6 +825,20 @@ def test_a_name_within_a_sentence_keeps_its_first_word_and_its_legal_form(
         assert sentence[span.start : span.end] == span.name
     legal = [span for span in found if span.name.endswith(("Ltd", "Inc"))]
     assert all(span.rule_type == "organization" for span in legal)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        # A compound's first part says what the whole is: a university's campus, not a place.
+        ("University of Wisconsin–River Falls", "organization"),
+        ("Texas A&M University–Corpus Christi", "organization"),
+        ("San Francisco–Oakland Bay Bridge", "place"),
+        ("Burmese–Siamese War", "other"),
+    ],
+)
+def test_a_compound_name_is_typed_by_its_first_part_first(name: str, kind: str) -> None:
+    assert EntityExtractor.sure_type(name.split()) == kind
 
 
 @pytest.mark.parametrize(
