@@ -130,9 +130,9 @@ _CAPITAL = "A-Z" + "".join(
 )
 # An initialism written with full stops ("U.S.", "F.C.") is one word, its last stop included.
 _DOTTED = re.compile(r"(?:[A-Z]\.){2,}")
-# Capitalised words an en dash joins are one word ("Wisconsin–Madison", "Stefan–Boltzmann", "Apollo–Soyuz"):
-# WikiNEuRal dev's gold names hold all 5 such words, WikiANN train's 47 of 56 (the others mostly ranges of
-# months, which `_function_word` leaves out).
+# Capitalised words an en dash or an ampersand joins are one word ("Wisconsin–Madison", "Stefan–Boltzmann",
+# "A&M", "S&P"): WikiNEuRal dev's gold names hold all 5 such en-dash words, WikiANN train's 47 of 56 (the others
+# mostly ranges of months, which `_function_word` leaves out); CoNLL-2003 train's all 16 ampersand words.
 _NAME_WORD = rf"(?:{_DOTTED.pattern}|[{_CAPITAL}][\w’'\-]*(?:[–&][{_CAPITAL}][\w’'\-]*)*)"
 _CAP_SEQ = re.compile(
     rf"\b{_NAME_WORD}(?:\.?\s+(?:(?:&\s+the|of|de|da|del|von|van|der|du|la|le|&)\s+)?{_NAME_WORD})*"
