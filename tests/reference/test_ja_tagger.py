@@ -52,6 +52,18 @@ RULES = EntityExtractor(ANALYZER, rules_only=True)
         ("東京ドームで試合が行われた。", [("東京ドーム", "organization")], [("東京ドーム", "place")]),
         # A name of common nouns the rules cut to its proper noun.
         ("日本労働組合総同盟が結成された。", [("日本", "place")], [("日本労働組合総同盟", "organization")]),
+        # A place's people or residents are no place (`ja_rules.people_of_places`); the place itself is one.
+        (
+            "日本人の選手がロシア人と対戦した。",
+            [],
+            [("日本人", "other"), ("ロシア人", "other")],
+        ),
+        ("東京都民が投票した。", [("東京", "place")], [("東京都民", "other")]),
+        (
+            "日本の選手がロシアと対戦した。",
+            [("日本", "place"), ("ロシア", "place")],
+            [("日本", "place"), ("ロシア", "place")],
+        ),
         # What the rules already got right stays.
         (
             "トヨタ自動車の豊田章男社長が発表した。",

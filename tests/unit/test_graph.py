@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
+from hybridrag.indexing.analysis.ja_rules import people_of_places
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 from hybridrag.indexing.builds.graph_build import build_graph, link_title_spans
 from hybridrag.indexing.stores import versions
@@ -90,6 +91,23 @@ def test_japanese_extraction_and_types() -> None:
 )
 def test_japanese_names_bounded_and_typed_by_their_head(text: str, expected: dict[str, str]) -> None:
     assert entities(text) == expected
+
+
+def test_a_places_people_are_typed_other_and_nothing_else_moves() -> None:
+    names = [
+        ("日本人", "place"),
+        ("東京都民", "place"),
+        ("東京", "place"),
+        ("菅直人", "person"),
+        ("巨人", "organization"),
+    ]
+    assert people_of_places(names) == [
+        ("日本人", "other"),
+        ("東京都民", "other"),
+        ("東京", "place"),
+        ("菅直人", "person"),  # a given name's own 人
+        ("巨人", "organization"),  # a team
+    ]
 
 
 def test_normalisation_merges_width_and_case() -> None:
@@ -378,6 +396,10 @@ def test_lexicon_names_in_text_without_case_type_their_chunk_but_make_no_node() 
     assert sorted(by_key["john smith"].chunk_ids) == ["l", "u"]
     assert sorted(by_key["united nations"].chunk_ids) == ["l", "u"]
     assert "france" not in {e.name.lower() for e in build_graph([upper]).entities}
+    # So is a name of the lexicon's that is an ordinary word too, where the tagger is sure of it.
+    china = _chunk("x", "", "exports to china rose by ten percent.")
+    assert {(m.key, m.type) for m in china.mentions} == {("china", "place")}
+    assert "china" not in {e.name.lower() for e in build_graph([china]).entities}
 
 
 def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
