@@ -258,11 +258,11 @@ def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
     """The chunk without the lexicon's names that English sentences without letter case showed (countries,
     languages, nationalities; "china" too, where the tagger was sure of it). They type the chunk for
     filters, but as nodes they joined case-less passages that share only a country or a nationality: on
-    HotpotQA-100 upper-cased the graph alone fell from 0.932 to 0.920 nDCG@10 with them (graph format 6). The name tagger's people, organisations, places and other
-    names in such sentences are nodes, as capitalised names are in cased text (format 9): on HotpotQA-100
-    without titles, lower-cased, the graph alone rose from 0.851 to 0.871 with them (benchmarks/README.md,
-    "Concepts"). The rest of such text's graph comes from the corpus' titles, phrases and concepts
-    (`link_corpus_names`)."""
+    HotpotQA-100 upper-cased the graph alone fell from 0.932 to 0.920 nDCG@10 with them (graph format 6).
+    The name tagger's people, organisations, places and other names in such sentences are nodes, as
+    capitalised names are in cased text (format 9): on HotpotQA-100 without titles, lower-cased, the graph
+    alone rose from 0.851 to 0.871 with them (benchmarks/README.md, "Concepts"). The rest of such text's
+    graph comes from the corpus' titles, phrases and concepts (`link_corpus_names`)."""
     kept = [
         m
         for m in chunk.mentions

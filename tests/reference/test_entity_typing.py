@@ -713,6 +713,40 @@ def test_a_case_less_name_cut_at_a_hyphen_is_made_whole() -> None:
     ]
 
 
+def test_a_case_less_name_holding_a_lexicon_name_is_the_longer_name() -> None:
+    """In text without letter case a sure name of the tagger that holds one of the lexicon's names and more
+    is that longer name ("new york city", "united states air force academy"), not the lexicon's; one that
+    only overlaps a lexicon name ("york." of the last "new york.") still gives way to it, and a name the
+    tagger ends before an initialism's last full stop takes it ("u.s." of "a u.s. senator")."""
+    from hybridrag.indexing.analysis.name_tagger import Tag
+
+    sentence = "new york city sent cadets to the united states air force academy, and a u.s. senator went to new york."
+    spans = [
+        ("new york city", "place"),
+        ("united states air force academy", "organization"),
+        ("u.s", "place"),
+        ("york.", "place"),
+    ]
+
+    class Longer:
+        version, kinds = "tagger-longer", ("person", "organization", "place", "other")
+
+        def tag(self, texts: list[str]) -> list[list[Tag]]:
+            return [
+                [Tag(t.index(w), t.index(w) + len(w), k, 0.99) for w, k in spans if w in t] for t in texts
+            ]
+
+    extractor = EntityExtractor(ANALYZER, caseless=Longer())  # type: ignore[arg-type]
+    assert sorted((m.surface, m.type) for m in extractor.extract(sentence)) == [
+        ("new york", "place"),
+        ("new york city", "place"),
+        ("u.s.", "place"),
+        ("united states air force academy", "organization"),
+    ]
+    # The packaged case-less tagger reads the city whole.
+    assert _types(TYPED, "he moved to new york city in 1990.") == {"new york city": "place"}
+
+
 def test_the_tagger_reads_a_given_span_as_one_name() -> None:
     """`span_readings`: for names found by other means, the probability of each type that the span is one name
     of it (B- at its first word, I- after), so a name's later words count ("Tokyo Tsushin Kogyo": a place's

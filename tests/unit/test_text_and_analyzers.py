@@ -33,6 +33,26 @@ def test_english_sentences_keep_abbreviations() -> None:
     ]
 
 
+def test_a_lower_case_initial_ends_no_sentence_before_a_lower_case_word() -> None:
+    """Text without letter case keeps its initials and abbreviations inside the sentence, as capitals do;
+    before a capital, or after a longer word, a stop still ends one."""
+    text = (
+        "john l. sullivan met the u.s. senate at 2 a.m. and left. it took vitamin c. The end. e. coli grew."
+    )
+    got = [text[s:e] for s, e in split_sentences(text)]
+    assert got == [
+        "john l. sullivan met the u.s. senate at 2 a.m. and left.",
+        "it took vitamin c.",
+        "The end.",
+        "e. coli grew.",
+    ]
+    upper = "JOHN L. SULLIVAN MET THE U.S. SENATE. IT ENDED."
+    assert [upper[s:e] for s, e in split_sentences(upper)] == [
+        "JOHN L. SULLIVAN MET THE U.S. SENATE.",
+        "IT ENDED.",
+    ]
+
+
 def test_chunks_are_exact_slices_and_bounded() -> None:
     text = ("Alan Turing worked at Bletchley Park. " * 30) + "湯川秀樹は中間子を予言した。" * 40
     chunks = chunk_text(text, size=200, overlap=50)
@@ -146,7 +166,7 @@ def test_sentence_ends_found_full_stop_first_match_the_reference_pattern(text: s
     reference = re.compile(
         r"[。！？!?．]+[」』）)\"']*"
         r"|(?<![A-Z][a-z])(?<!\b[A-Z])(?<!e\.g)(?<!i\.e)(?<!etc)(?<!\bvs)(?<!\bal)(?<!Mrs)(?<!Fig)"
-        r"\.[\"')\]]*(?=\s)"
+        r"\.[\"')\]]*(?=\s)(?!(?<=\b[a-z]\.)\s+[a-z])"
         r"|\n\s*\n|\n"
     )
     spans: list[tuple[int, int]] = []
