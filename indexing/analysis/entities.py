@@ -1046,8 +1046,9 @@ def _model_typed(span: NameSpan) -> bool:
 
 def lexicon_name(surface: str) -> bool:
     """Whether a name is one of the lexicon's that text without letter case still shows (a country, a
-    language, a nationality: `_case_free` takes the tagger's names only where none of these is), or one of
-    its names that are ordinary words too, which such text shows where the tagger is sure of it ("china")."""
+    language, a nationality: `_case_free` takes the tagger's names where none of these is, or where one holds
+    one and more), or one of its names that are ordinary words too, which such text shows where the tagger is
+    sure of it ("china")."""
     words = tuple(m.group().lower() for m in TOKEN_PATTERN.finditer(surface))
     return words in case_free_names() or (len(words) == 1 and words[0] in ordinary_words())
 

@@ -5,15 +5,18 @@ Checks: never a 5xx, and every 4xx is problem+json with a status and, for valida
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
 import schemathesis
 
 # schemathesis imports its OpenAPI loaders and its transports lazily (inside `from_asgi`, and inside the first
-# `case.call()`); pytest's assertion rewriting then compiles them deep inside a running test, where CPython
-# 3.11.7's compiler intermittently fails with "SystemError: AST constructor recursion depth mismatch" (seen in
-# CI and here). Importing them here, at collection, compiles them at a shallow stack.
+# `case.call()`), and it and hypothesis import some generation modules lazily too (the body overrides and
+# dictionaries, deep inside hypothesis' generation; the regex and flat-map strategies, the optimiser). In a
+# fresh venv those are compiled at that depth, where CPython 3.11.7's compiler intermittently fails with
+# "SystemError: AST constructor recursion depth mismatch" (seen in CI). Importing them here, at
+# collection, compiles them at a shallow stack. Every module this test imported after collection is here.
 import schemathesis.specs.openapi.schemas
 import schemathesis.transport.asgi
 import schemathesis.transport.requests
@@ -23,6 +26,15 @@ from hypothesis import HealthCheck, given, settings
 from hybridrag.http.app import create_app
 from hybridrag.pipeline.engine import SearchEngine
 from hybridrag.pipeline.settings import Settings
+
+for _lazy in (
+    "hypothesis.internal.conjecture.optimiser",
+    "hypothesis.strategies._internal.flatmapped",
+    "hypothesis.strategies._internal.regex",
+    "schemathesis.generation.body_overrides",
+    "schemathesis.generation.dictionaries",
+):
+    importlib.import_module(_lazy)
 
 pytestmark = pytest.mark.slow
 
