@@ -50,7 +50,8 @@ ARRAYS = "arrays"  # `graph_arrays.FOLDER`: the graph itself from format 7
 # 8: concepts (`analysis.concepts`: word pairs and specific words, any letter case) are nodes too,
 # node-only and typed `other` (`Entity.concept`), and the walk weighs them by specificity.
 # 9: the name tagger's names in English text without letter case are nodes (the lexicon's still are not).
-GRAPH_FORMAT = 9
+# 10: a quoted phrase read there as a title types its chunk but makes no node (`entities.case_free_title`).
+GRAPH_FORMAT = 10
 COMMUNITY_VECTORS = "community_vectors.npy"
 ENTITY_VECTORS = "entity_vectors.npy"
 

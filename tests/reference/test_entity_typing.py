@@ -747,6 +747,51 @@ def test_a_case_less_name_holding_a_lexicon_name_is_the_longer_name() -> None:
     assert _types(TYPED, "he moved to new york city in 1990.") == {"new york city": "place"}
 
 
+def test_a_quoted_phrase_without_letter_case_is_a_title() -> None:
+    """In text without letter case a quoted phrase of two words or more within a sentence is a work's title,
+    one name of type `other` (or what its own words say: "... university"), in place of the tagger's names
+    inside it; a name the tagger found as the whole phrase keeps its type, one across the quotes blocks
+    it, and one quoted word ("eaten", scare quotes), a quote that opens the sentence (speech) or one with a
+    bracket inside is no title. A tagger's name of digits alone is none."""
+    from hybridrag.indexing.analysis.name_tagger import Tag
+
+    sentence = (
+        '"we won" he said: she starred in the film " the tunnel of love " with gig young, in "it happened to '
+        'jane," in 1959 and at the "open air university"; the "new york times" called it "eaten", and "the '
+        'x (1959) show" ran in "grand central station" later.'
+    )
+    spans = [
+        ("tunnel of love", "other"),
+        ("gig young", "person"),
+        ("jane", "person"),
+        ("1959", "other"),
+        ("new york times", "organization"),
+        ('central station" later', "place"),
+    ]
+
+    class Fake:
+        version, kinds = "tagger-quotes", ("person", "organization", "place", "other")
+
+        def tag(self, texts: list[str]) -> list[list[Tag]]:
+            return [
+                [Tag(t.index(w), t.index(w) + len(w), k, 0.99) for w, k in spans if w in t] for t in texts
+            ]
+
+    extractor = EntityExtractor(ANALYZER, caseless=Fake())  # type: ignore[arg-type]
+    assert sorted((m.surface, m.type) for m in extractor.extract(sentence)) == [
+        ('central station" later', "place"),
+        ("gig young", "person"),
+        ("it happened to jane", "other"),
+        ("new york times", "organization"),
+        ("open air university", "organization"),
+        ("the tunnel of love", "other"),
+    ]
+    # The same in capitals (read without letter case too); with letter case the capitalisation rules read it.
+    assert ("THE TUNNEL OF LOVE", "other") in {
+        (m.surface, m.type) for m in extractor.extract(sentence.upper())
+    }
+
+
 def test_the_tagger_reads_a_given_span_as_one_name() -> None:
     """`span_readings`: for names found by other means, the probability of each type that the span is one name
     of it (B- at its first word, I- after), so a name's later words count ("Tokyo Tsushin Kogyo": a place's

@@ -400,6 +400,12 @@ def test_lexicon_names_in_text_without_case_type_their_chunk_but_make_no_node() 
     china = _chunk("x", "", "exports to china rose by ten percent.")
     assert {(m.key, m.type) for m in china.mentions} == {("china", "place")}
     assert "china" not in {e.name.lower() for e in build_graph([china]).entities}
+    # And a quoted phrase read as a title there (format 10); with capitals, a quoted title is a node.
+    film = _chunk("f", "", 'she starred in the film "the tunnel of love" in 1958.')
+    titled = _chunk("t", "", 'She starred in the film "The Tunnel of Love" in 1958.')
+    assert ("the tunnel of love", "other") in {(m.key, m.type) for m in film.mentions}
+    nodes = {e.name.lower(): e.chunk_ids for e in build_graph([film, titled]).entities}
+    assert nodes["the tunnel of love"] == ["t"]
 
 
 def test_graph_build_relations_evidence_communities(sample_index: Path) -> None:
