@@ -851,19 +851,13 @@ class EntityExtractor:
         and the models read a song as a person."""
         found = []
         for match, begin, end, words in _quoted(sentence, _QUOTED):
-            text = sentence[begin:end]
             small_inside = (
                 words[-1] not in _TITLE_SMALL_WORDS
                 and any(w in _TITLE_SMALL_WORDS for w in words)
                 and all(w[0].isupper() or w in _TITLE_SMALL_WORDS or not w[0].isalpha() for w in words)
             )
-            # Within a sentence (a letter before the quote), two letters in a row (not 'the letter " A "'),
-            # no bracket ('" Beira ( 14.9 "').
-            capitalised = (
-                all(w[0].isupper() or not w[0].isalpha() for w in words)
-                and bool(_LETTER.search(sentence[: match.start()]))
-                and bool(_WORD_RUN.search(text))
-                and not any(c in text for c in "()[]")
+            capitalised = all(w[0].isupper() or not w[0].isalpha() for w in words) and _phrase_within(
+                sentence, match, begin, end
             )
             if not (small_inside or capitalised):
                 continue
@@ -1088,11 +1082,20 @@ def _case_free_titles(sentence: str) -> list[tuple[int, int]]:
     return [
         (begin, end)
         for match, begin, end, words in _quoted(sentence, _QUOTED_ANY)
-        if len(words) >= 2
-        and _LETTER.search(sentence[: match.start()])
-        and _WORD_RUN.search(sentence[begin:end])
-        and not any(c in sentence[begin:end] for c in "()[]")
+        if len(words) >= 2 and _phrase_within(sentence, match, begin, end)
     ]
+
+
+def _phrase_within(sentence: str, match: re.Match[str], begin: int, end: int) -> bool:
+    """Whether a quoted phrase (`_quoted`) reads as a name within its sentence: a letter before the quote
+    (not speech that opens it), two letters in a row (not 'the letter " A "'), no bracket ('" Beira ( 14.9
+    "')."""
+    text = sentence[begin:end]
+    return (
+        bool(_LETTER.search(sentence[: match.start()]))
+        and bool(_WORD_RUN.search(text))
+        and not any(c in text for c in "()[]")
+    )
 
 
 def _lexicon_spans(sentence: str) -> list[tuple[int, int, str]]:

@@ -14,7 +14,7 @@ from hybridrag.benchmarks.entities import run_entities
 from hybridrag.benchmarks.fitting.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import RULES_VERSION, TAGGER_ROLE, EntityExtractor, normalize_name
-from hybridrag.indexing.analysis.name_tagger import SpanReading
+from hybridrag.indexing.analysis.name_tagger import SpanReading, Tag
 from hybridrag.indexing.analysis.span_typer import FOLDER, SpanTyper, packaged_typer, span_features
 from tests.conftest import needs_shared, shared_path
 
@@ -713,13 +713,27 @@ def test_a_case_less_name_cut_at_a_hyphen_is_made_whole() -> None:
     ]
 
 
+class _SureTagger:
+    """A stand-in for the case-less tagger: it tags the first occurrence of each of its (words, type) pairs in
+    a text, sure of each (0.99)."""
+
+    version = "tagger-sure"
+    kinds = ("person", "organization", "place", "other")
+
+    def __init__(self, spans: list[tuple[str, str]]) -> None:
+        self._spans = spans
+
+    def tag(self, texts: list[str]) -> list[list[Tag]]:
+        return [
+            [Tag(t.index(w), t.index(w) + len(w), k, 0.99) for w, k in self._spans if w in t] for t in texts
+        ]
+
+
 def test_a_case_less_name_holding_a_lexicon_name_is_the_longer_name() -> None:
     """In text without letter case a sure name of the tagger that holds one of the lexicon's names and more
     is that longer name ("new york city", "united states air force academy"), not the lexicon's; one that
     only overlaps a lexicon name ("york." of the last "new york.") still gives way to it, and a name the
     tagger ends before an initialism's last full stop takes it ("u.s." of "a u.s. senator")."""
-    from hybridrag.indexing.analysis.name_tagger import Tag
-
     sentence = "new york city sent cadets to the united states air force academy, and a u.s. senator went to new york."
     spans = [
         ("new york city", "place"),
@@ -728,15 +742,7 @@ def test_a_case_less_name_holding_a_lexicon_name_is_the_longer_name() -> None:
         ("york.", "place"),
     ]
 
-    class Longer:
-        version, kinds = "tagger-longer", ("person", "organization", "place", "other")
-
-        def tag(self, texts: list[str]) -> list[list[Tag]]:
-            return [
-                [Tag(t.index(w), t.index(w) + len(w), k, 0.99) for w, k in spans if w in t] for t in texts
-            ]
-
-    extractor = EntityExtractor(ANALYZER, caseless=Longer())  # type: ignore[arg-type]
+    extractor = EntityExtractor(ANALYZER, caseless=_SureTagger(spans))  # type: ignore[arg-type]
     assert sorted((m.surface, m.type) for m in extractor.extract(sentence)) == [
         ("new york", "place"),
         ("new york city", "place"),
@@ -753,8 +759,6 @@ def test_a_quoted_phrase_without_letter_case_is_a_title() -> None:
     inside it; a name the tagger found as the whole phrase keeps its type, one across the quotes blocks
     it, and one quoted word ("eaten", scare quotes), a quote that opens the sentence (speech) or one with a
     bracket inside is no title. A tagger's name of digits alone is none."""
-    from hybridrag.indexing.analysis.name_tagger import Tag
-
     sentence = (
         '"we won" he said: she starred in the film " the tunnel of love " with gig young, in "it happened to '
         'jane," in 1959 and at the "open air university"; the "new york times" called it "eaten", and "the '
@@ -769,15 +773,7 @@ def test_a_quoted_phrase_without_letter_case_is_a_title() -> None:
         ('central station" later', "place"),
     ]
 
-    class Fake:
-        version, kinds = "tagger-quotes", ("person", "organization", "place", "other")
-
-        def tag(self, texts: list[str]) -> list[list[Tag]]:
-            return [
-                [Tag(t.index(w), t.index(w) + len(w), k, 0.99) for w, k in spans if w in t] for t in texts
-            ]
-
-    extractor = EntityExtractor(ANALYZER, caseless=Fake())  # type: ignore[arg-type]
+    extractor = EntityExtractor(ANALYZER, caseless=_SureTagger(spans))  # type: ignore[arg-type]
     assert sorted((m.surface, m.type) for m in extractor.extract(sentence)) == [
         ('central station" later', "place"),
         ("gig young", "person"),
