@@ -23,10 +23,14 @@ from hybridrag.indexing.stores.memory_maps import Mappings
 from hybridrag.indexing.stores.tables import (
     CHUNKS,
     Chunk,
+    DocumentHead,
     chunk_from_row,
     dead_rows,
     document_from_row,
+    document_head,
+    gap_pieces,
     table_files,
+    text_window,
     write_arrow,
 )
 
@@ -331,6 +335,29 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
                 out[r["doc_id"]].append((int(r["start"]), str(r["text"])))
         return out
 
+    def pieces_near(self, spans: Mapping[str, Sequence[tuple[int, int]]]) -> dict[str, list[tuple[int, str]]]:
+        """For each document id, the (start, text) of its chunks that overlap one of its `spans` ([start, end)
+        character ranges), in one read of the bounds of all its chunks and one of the texts wanted."""
+        docs = list(spans)
+        found = self._docs.rows_of_many(docs)
+        out: dict[str, list[tuple[int, str]]] = {d: [] for d in docs}
+        rows = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        if not len(rows):
+            return out
+        bounds = take(self.table.select(["start", "end"]), rows)
+        starts = bounds.column("start").to_numpy()
+        ends = bounds.column("end").to_numpy()
+        owner = np.repeat(np.arange(len(docs)), [len(f) for f in found])
+        near = np.zeros(len(rows), dtype=bool)
+        for i, doc_id in enumerate(docs):
+            mine = owner == i
+            for start, end in spans[doc_id]:
+                near |= mine & (starts < end) & (ends > start)
+        for r in _rows(self.table.select(["doc_id", "start", "text"]), rows[near]):
+            if r["doc_id"] in out:  # a hash collision's other rows are not this document's
+                out[r["doc_id"]].append((int(r["start"]), str(r["text"])))
+        return out
+
     def count_of_doc(self, doc_id: str) -> int:
         rows = self._docs.rows_of(doc_id)
         docs = self.table.column("doc_id")
@@ -347,15 +374,82 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
         self._sorted: np.ndarray | None = None
         self._path, self._maps, self._chunks = path, maps, chunks
 
+    def _chunk_table(self) -> ChunkTable:
+        if self._chunks is None:
+            self._chunks = ChunkTable(self._path.with_name(CHUNKS), self._maps)
+        return self._chunks
+
     def _documents(self, rows: Sequence[dict]) -> list[Document]:
         """Documents of rows; the texts their chunks hold read from the chunk table in one batch."""
         held = [r["doc_id"] for r in rows if r["text"] is None and r.get("text_gaps") is not None]
         if not held:
             return [document_from_row(r) for r in rows]
-        if self._chunks is None:
-            self._chunks = ChunkTable(self._path.with_name(CHUNKS), self._maps)
-        parts = self._chunks.parts_of(held)
+        parts = self._chunk_table().parts_of(held)
         return [document_from_row(r, parts.__getitem__) for r in rows]
+
+    def heads(self, doc_ids: Sequence[str]) -> dict[str, DocumentHead]:
+        """The known documents of `doc_ids` without their texts, in one read."""
+        return {doc_id: document_head(row) for doc_id, row in self._read(doc_ids, dict).held.items()}
+
+    def around(
+        self, chunks: Sequence[Chunk], chars: int
+    ) -> tuple[dict[str, DocumentHead], dict[str, tuple[str, str]]]:
+        """The documents of `chunks` without their texts, and each chunk's context: up to `chars` characters
+        of its document before it and after it (`text[start - chars:start]`, `text[end:end + chars]`).
+
+        A document whose chunks hold its text (`tables.stored_text`) is read only around these chunks: the
+        chunks that overlap those windows, and its gaps. Reading its whole text cost a page of hits in long
+        documents ~2 ms a hit per 750 KB document (benchmarks/README.md, "A page reads its documents around
+        its hits"). Should the pieces leave a hole in a window, the whole text is read, as before."""
+        raw = self._read([c.doc_id for c in chunks], dict).held
+        heads = {doc_id: document_head(row) for doc_id, row in raw.items()}
+        if not chars:
+            return heads, {c.chunk_id: ("", "") for c in chunks if c.doc_id in raw}
+        context: dict[str, tuple[str, str]] = {}
+        # Per document: its gaps and the page's own chunks of it, which hold many windows already (a
+        # document of one chunk, hits next to each other); the chunks the other windows need read after.
+        known: dict[str, list[tuple[int, str]]] = {}
+        lengths: dict[str, int] = {}
+        windows: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
+        for chunk in chunks:
+            row = raw.get(chunk.doc_id)
+            if row is None:
+                continue
+            if row["text"] is not None or row.get("text_gaps") is None:
+                text = row["text"] or ""
+                context[chunk.chunk_id] = (
+                    text[max(0, chunk.start - chars) : chunk.start],
+                    text[chunk.end : chunk.end + chars],
+                )
+                continue
+            if chunk.doc_id not in known:
+                known[chunk.doc_id] = gap_pieces(row["text_gaps"])
+                lengths[chunk.doc_id] = known[chunk.doc_id][-1][0]  # the last gap marks the text's end
+            known[chunk.doc_id].append((chunk.start, chunk.text))
+            end = max(chunk.end, min(lengths[chunk.doc_id], chunk.end + chars))
+            windows[chunk.chunk_id] = ((max(0, chunk.start - chars), chunk.start), (chunk.end, end))
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for chunk in chunks:
+            if chunk.chunk_id in windows:
+                (a, b), (c, d) = windows[chunk.chunk_id]
+                before, after = text_window(known[chunk.doc_id], a, b), text_window(known[chunk.doc_id], c, d)
+                if before is None or after is None:
+                    spans.setdefault(chunk.doc_id, []).extend(windows[chunk.chunk_id])
+                else:
+                    context[chunk.chunk_id] = (before, after)
+        for doc_id, pieces in (self._chunk_table().pieces_near(spans) if spans else {}).items():
+            known[doc_id].extend(pieces)
+        for chunk in chunks:
+            if chunk.chunk_id in windows and chunk.chunk_id not in context:
+                (a, b), (c, d) = windows[chunk.chunk_id]
+                pieces = known[chunk.doc_id]
+                held = text_window(pieces, a, b), text_window(pieces, c, d)
+                if held[0] is None or held[1] is None:
+                    text = self[chunk.doc_id].text
+                    context[chunk.chunk_id] = (text[a:b], text[c:d])
+                else:
+                    context[chunk.chunk_id] = (held[0], held[1])
+        return heads, context
 
     def __getitem__(self, doc_id: str) -> Document:
         row = self.row(doc_id)

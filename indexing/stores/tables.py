@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -209,7 +209,7 @@ def joined_text(parts: Sequence[tuple[int, str]], gaps: str) -> str:
     """A document's text from its chunks' (start, text) and its row's `text_gaps` (`stored_text`, whose
     last entry marks where the text ends). Raises ValueError when they do not make the whole text (a
     chunk missing)."""
-    held = [(int(at), str(chars)) for at, chars in json.loads(gaps)]
+    held = gap_pieces(gaps)
     out: list[str] = []
     end = 0
     for start, part in sorted([*parts, *held]):
@@ -221,6 +221,52 @@ def joined_text(parts: Sequence[tuple[int, str]], gaps: str) -> str:
     if not held or end != held[-1][0]:
         raise ValueError("a document's chunks and gaps do not end where its text does")
     return "".join(out)
+
+
+def text_window(pieces: Iterable[tuple[int, str]], start: int, end: int) -> str | None:
+    """`text[start:end]` of a text made of `pieces` ((offset, characters): a document's chunks, which may
+    overlap, and its gaps, `stored_text`), from the pieces that overlap the window only; None when they leave
+    a hole in it. "" for an empty window."""
+    out: list[str] = []
+    at = start
+    for offset, part in sorted(p for p in pieces if p[0] < end and p[0] + len(p[1]) > start):
+        if at >= end:
+            break
+        if offset > at:
+            return None
+        if offset + len(part) > at:
+            out.append(part[at - offset : end - offset])
+            at = min(end, offset + len(part))
+    return "".join(out) if at >= end else None
+
+
+def gap_pieces(gaps: str) -> list[tuple[int, str]]:
+    """A row's `text_gaps` (`stored_text`) as (offset, characters); the last, empty, marks the text's end."""
+    return [(int(at), str(chars)) for at, chars in json.loads(gaps)]
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentHead:
+    """A document's row without its text: what a page of results shows of it (the text is read only around
+    the page's chunks, `mapped.DocumentTable.around`)."""
+
+    doc_id: str
+    file_id: str
+    title: str
+    url: str | None
+    date: str | None
+    language: str
+
+
+def document_head(row: dict[str, Any]) -> DocumentHead:
+    return DocumentHead(
+        doc_id=row["doc_id"],
+        file_id=row["file_id"],
+        title=row["title"] or "",
+        url=row["url"],
+        date=row["date"],
+        language=row["language"] or "en",
+    )
 
 
 def document_from_row(

@@ -13,9 +13,8 @@ from urllib.parse import quote
 
 import numpy as np
 
-from hybridrag.indexing.documents.sources import Document
 from hybridrag.indexing.stores.graph_index import GraphIndex
-from hybridrag.indexing.stores.tables import Chunk
+from hybridrag.indexing.stores.tables import Chunk, DocumentHead
 from hybridrag.pipeline.fusion import FusedItem
 from hybridrag.pipeline.highlight import best_sentence, fragment, term_matches
 from hybridrag.pipeline.loaded_index import LoadedIndex
@@ -43,17 +42,20 @@ class PageRows:
     documents and their sources in the graph (any other id is read from the index when asked for)."""
 
     chunks: Mapping[str, Chunk]
-    documents: Mapping[str, Document]
+    #: The page's chunks' documents, without their texts (`DocumentTable.around`).
+    documents: Mapping[str, DocumentHead]
     sources: dict[str, Sources] = field(default_factory=dict)
     #: The page's chunks' node rows in the graph (its chunk nodes are the chunk table's rows, so the rows
     #: just read need no second lookup); empty when the graph follows another order.
     graph_rows: dict[str, int] = field(default_factory=dict)
+    #: Each of the page's chunks' context: up to `CONTEXT_CHARS` of its document before it and after it.
+    context: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, index: LoadedIndex, ids: Sequence[str]) -> PageRows:
         chunks = index.chunks.prefetch(ids)
         chunk_ids = [i for i in ids if i in chunks]
-        documents = index.documents.prefetch([chunks[c].doc_id for c in chunk_ids])
+        documents, context = index.documents.around([chunks[c] for c in chunk_ids], CONTEXT_CHARS)
         graph = index.graph
         sources: dict[str, Sources] = {}
         graph_rows: dict[str, int] = {}
@@ -69,7 +71,7 @@ class PageRows:
                 for chunk_id, at in zip(chunk_ids, delta.position(chunk_ids).tolist(), strict=True):
                     if at >= 0:
                         sources[chunk_id] = (delta.entity_ids_of(graph, at), None, [])
-        return cls(chunks, documents, sources, graph_rows)
+        return cls(chunks, documents, sources, graph_rows, context)
 
 
 def document_url(base_url: str, doc_id: str) -> str:
@@ -81,13 +83,10 @@ def document_url(base_url: str, doc_id: str) -> str:
 def text_of(index: LoadedIndex, item_id: str, rows: PageRows | None = None) -> str:
     """What a cross-encoder reads of a result: a chunk with its document's title, an entity's description,
     a community's report. `rows`: rows read ahead (`PageRows`), used when they hold the item."""
-    chunk = rows.chunks.get(item_id) if rows is not None else None
-    if chunk is not None and rows is not None and chunk.doc_id in rows.documents:
-        title = rows.documents[chunk.doc_id].title
-        return f"{title}\n{chunk.text}" if title else chunk.text
-    chunk = index.chunks.get(item_id)
+    chunk = rows.chunks.get(item_id) if rows is not None else index.chunks.get(item_id)
     if chunk is not None:
-        title = index.documents[chunk.doc_id].title
+        head = rows.documents.get(chunk.doc_id) if rows is not None else None
+        title = (head or index.documents.heads([chunk.doc_id])[chunk.doc_id]).title
         return f"{title}\n{chunk.text}" if title else chunk.text
     graph = index.graph
     if graph is None:
@@ -126,10 +125,16 @@ def graph_path(index: LoadedIndex, rows: PageRows, trace: Any, item_id: str) -> 
     if trace is None or graph is None:
         return []
     path: list[dict[str, Any]] = trace.path(graph, item_id, rows.graph_rows.get(item_id))
-    for step in path:  # passages are named by their document's title, so a path reads without lookups
-        chunk = rows.chunks.get(step["id"]) if step["type"] == "chunk" else None
-        if chunk is not None and chunk.doc_id in rows.documents:
-            step["title"] = rows.documents[chunk.doc_id].title
+    # Passages are named by their document's title, so a path reads without lookups; the documents of
+    # passages off the page are read together.
+    chunks = {s["id"]: rows.chunks.get(s["id"]) for s in path if s["type"] == "chunk"}
+    docs = {c.doc_id for c in chunks.values() if c is not None}
+    off_page = [d for d in sorted(docs) if d not in rows.documents]
+    heads = {**rows.documents, **index.documents.heads(off_page)} if off_page else rows.documents
+    for step in path:
+        chunk = chunks.get(step["id"]) if step["type"] == "chunk" else None
+        if chunk is not None and chunk.doc_id in heads:
+            step["title"] = heads[chunk.doc_id].title
     return path
 
 
@@ -253,7 +258,10 @@ def result_item(
     chunk = rows.chunks.get(chunk_id)
     if chunk is None:
         return graph_item(index, rows, fused, by_strategy, request, trace)
-    doc = rows.documents[chunk.doc_id]
+    doc, context = rows.documents.get(chunk.doc_id), rows.context.get(chunk_id)
+    if doc is None or context is None:  # not read ahead with the page
+        heads, contexts = index.documents.around([chunk], CONTEXT_CHARS)
+        doc, context = heads[chunk.doc_id], contexts[chunk_id]
     per = {name: (by_strategy.get(name, {}).get(chunk_id)) for name in STRATEGIES}
     matches = term_matches(chunk.text, query_tokens, index.analyzer) if query_tokens else []
     highlights = []
@@ -265,8 +273,8 @@ def result_item(
                 offsets=[HighlightOffset(start=m.start, end=m.end) for m in matches],
             )
         )
-    before = doc.text[max(0, chunk.start - CONTEXT_CHARS) : chunk.start].strip() or None
-    after = doc.text[chunk.end : chunk.end + CONTEXT_CHARS].strip() or None
+    before = context[0].strip() or None
+    after = context[1].strip() or None
     metadata: dict[str, Any] | None = None
     if request.options.include_metadata:
         url = doc.url or document_url(base_url, doc.doc_id)

@@ -255,3 +255,81 @@ def test_a_documents_text_is_held_once_by_the_chunks_that_hold_it(tmp_path: Path
         assert documents["d"] == d and documents["e"] == e
         assert documents.prefetch(["e", "d"])["d"].text == text
         assert [doc.text for doc in documents.page(0, 10)] == [text, e.text]
+
+
+def test_text_window_reads_a_window_from_the_pieces_that_overlap_it() -> None:
+    from hybridrag.indexing.stores.tables import text_window
+
+    text = "Granite is igneous.  Basalt is volcanic; it cools fast."
+    pieces = [(21, text[21:45]), (0, text[:19]), (19, "  "), (30, text[30:])]  # overlapping, out of order
+    for start, end in [(0, 5), (15, 25), (19, 21), (40, len(text)), (0, len(text)), (7, 7)]:
+        assert text_window(pieces, start, end) == text[start:end]
+    assert text_window(pieces[:2], 15, 25) is None  # the gap is missing: a hole, never a shorter text
+    assert text_window([(0, text[:19])], 10, 30) is None  # nothing past the piece's end
+    assert text_window([], 3, 3) == ""
+
+
+def test_a_page_reads_its_documents_around_its_hits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A long document of 40 overlapping chunks with gaps between some, one whose chunks were cleaned (its row
+    # keeps its text) and one of a single chunk; the chunks in the table out of order, as writes leave them.
+    words = [f"w{i:03d}" for i in range(400)]
+    long_text = " ".join(words)
+    pieces, start = [], 0
+    while start < len(long_text):
+        end = min(len(long_text), start + 60)
+        pieces.append(_piece("long", len(pieces), start, long_text[start:end]))
+        start = end - 10 if len(pieces) % 3 else end + 2  # overlaps, then a gap of two characters
+    short = Document("short", "g.md", "Short", "One chunk holds it all.", url="http://x/s", date="2021-05-01")
+    cleaned = Document("clean", "h.md", "Clean", "Text  its chunks  clean up.")
+    docs = [Document("long", "f.md", "Long", long_text), short, cleaned]
+    chunks = [
+        *pieces[::-1],
+        _piece("short", 0, 0, short.text),
+        _piece("clean", 0, 0, "Text its chunks clean up."),
+    ]
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    doc_path, chunk_path = tmp_path / "documents.arrow", tmp_path / "chunks.arrow"
+    rows = [document_row(d, by_doc[d.doc_id]) for d in docs]
+    assert rows[0]["text"] is None and rows[1]["text"] is None and rows[2]["text"] == cleaned.text
+    write_table(doc_path, rows, DOCUMENT_SCHEMA, "uncompressed")
+    write_table(chunk_path, [chunk_row(c) for c in chunks], CHUNK_SCHEMA, "uncompressed")
+    write_keys(doc_path, [d.doc_id for d in docs], "doc_id")
+    write_keys(chunk_path, [c.chunk_id for c in chunks], "chunk_id")
+    write_keys(chunk_path, [c.doc_id for c in chunks], "doc_id")
+    documents = DocumentTable(doc_path, chunks=ChunkTable(chunk_path))
+    read: list[int] = []
+    real_rows = mapped._rows
+    monkeypatch.setattr(mapped, "_rows", lambda table, at: read.append(len(at)) or real_rows(table, at))
+    texts = {d.doc_id: d.text for d in docs}
+    page = [pieces[20], chunks[-1], pieces[0], chunks[-2], pieces[21], pieces[-1]]
+    for chars in (0, 7, 55, 300):
+        read.clear()
+        heads, context = documents.around(page, chars)
+        for c in page:
+            text = texts[c.doc_id]
+            assert context[c.chunk_id] == (
+                text[max(0, c.start - chars) : c.start],
+                text[c.end : c.end + chars],
+            )
+        for d in docs:
+            head = heads[d.doc_id]
+            assert (head.doc_id, head.file_id, head.title, head.url, head.date) == (
+                d.doc_id,
+                d.file_id,
+                d.title,
+                d.url,
+                d.date,
+            )
+        # The documents' rows, then (for windows the page's own chunks do not hold) the long one's neighbours:
+        # never its 40 chunks.
+        assert len(read) <= 2 and sum(read[1:]) < (len(pieces) if chars > 60 else 16), read
+    assert documents.heads(["short", "nope"]) == {"short": heads["short"]}
+    # Should the neighbours leave a hole (a chunk missing from the lookup), the whole text is read instead.
+    monkeypatch.setattr(ChunkTable, "pieces_near", lambda self, spans: {d: [] for d in spans})
+    _heads, context = documents.around([pieces[20]], 100)
+    assert context[pieces[20].chunk_id] == (
+        long_text[pieces[20].start - 100 : pieces[20].start],
+        long_text[pieces[20].end : pieces[20].end + 100],
+    )
