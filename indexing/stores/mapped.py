@@ -323,6 +323,19 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
         chunks = [chunk_from_row(r) for r in _rows(self.table, rows) if r["doc_id"] == doc_id]
         return sorted(chunks, key=lambda c: c.position)
 
+    def neighbours(self, chunk: Chunk) -> tuple[str | None, str | None]:
+        """The ids of the chunks before and after `chunk` in its document's reading order (`of_doc`'s), from
+        its chunks' ids and positions alone, not their texts."""
+        rows = np.sort(self._docs.rows_of(chunk.doc_id))
+        mine = [
+            r
+            for r in _rows(self.table.select(["doc_id", "position", "chunk_id"]), rows)
+            if r["doc_id"] == chunk.doc_id
+        ]
+        ids = [r["chunk_id"] for r in sorted(mine, key=lambda r: r["position"])]
+        at = ids.index(chunk.chunk_id)
+        return (ids[at - 1] if at > 0 else None), (ids[at + 1] if at + 1 < len(ids) else None)
+
     def parts_of(self, doc_ids: Sequence[str]) -> dict[str, list[tuple[int, str]]]:
         """Each document's chunks' (start, text), read in one `take`: what holds its text
         (`tables.joined_text`)."""

@@ -24,6 +24,7 @@ from hybridrag.http.deps import (
     require_write_key,
 )
 from hybridrag.http.problems import Problem, ProblemError, echo, field_error
+from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.pipeline.response import document_url
 from hybridrag.pipeline.settings import HttpSettings
 from hybridrag.schemas.documents import (
@@ -186,6 +187,11 @@ def _json(model: DocumentDetail | ChunkDetail) -> Response:
     responses=_ERRORS,
 )
 async def get_document(doc_id: str, http: HttpDep, index: IndexDep) -> Response:
+    # A long document's text is joined from all its chunks: in a worker thread, not on the event loop.
+    return await run_in_threadpool(_document, doc_id, http.base_url, index)
+
+
+def _document(doc_id: str, base_url: str, index: LoadedIndex) -> Response:
     doc = index.documents.get(doc_id)
     if doc is None:
         raise ProblemError(404, f"no document with id {echo(doc_id)}")
@@ -195,7 +201,7 @@ async def get_document(doc_id: str, http: HttpDep, index: IndexDep) -> Response:
             file_id=doc.file_id,
             title=doc.title,
             text=doc.text,
-            url=doc.url or document_url(http.base_url, doc.doc_id),
+            url=doc.url or document_url(base_url, doc.doc_id),
             source_url=doc.url,
             date=doc.date,
             language=doc.language,
@@ -216,13 +222,18 @@ async def get_document(doc_id: str, http: HttpDep, index: IndexDep) -> Response:
     responses=_ERRORS,
 )
 async def get_chunk(chunk_id: str, http: HttpDep, index: IndexDep) -> Response:
+    return await run_in_threadpool(_chunk, chunk_id, http.base_url, index)
+
+
+def _chunk(chunk_id: str, base_url: str, index: LoadedIndex) -> Response:
     chunk = index.chunks.get(chunk_id)
     if chunk is None:
         raise ProblemError(404, f"no chunk with id {echo(chunk_id)}")
-    doc = index.documents[chunk.doc_id]
-    siblings = index.chunks.of_doc(chunk.doc_id)
-    at = next(i for i, c in enumerate(siblings) if c.chunk_id == chunk_id)
-    own = document_url(http.base_url, doc.doc_id)
+    # Its document's row without the text, and the ids and positions of its document's chunks: a chunk of
+    # a long document no longer reads the whole document and every chunk's text.
+    doc = index.documents.heads([chunk.doc_id])[chunk.doc_id]
+    previous_id, next_id = index.chunks.neighbours(chunk)
+    own = document_url(base_url, doc.doc_id)
     return _json(
         ChunkDetail(
             id=chunk.chunk_id,
@@ -235,8 +246,8 @@ async def get_chunk(chunk_id: str, http: HttpDep, index: IndexDep) -> Response:
             end=chunk.end,
             language=chunk.language,
             pages=list(chunk.pages),
-            previous_id=siblings[at - 1].chunk_id if at > 0 else None,
-            next_id=siblings[at + 1].chunk_id if at + 1 < len(siblings) else None,
+            previous_id=previous_id,
+            next_id=next_id,
             url=doc.url or own,
             document_url=own,
             index_version=index.version_name,

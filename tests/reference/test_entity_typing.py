@@ -524,7 +524,6 @@ def test_what_reaches_the_tagger() -> None:
     """Sentences without letter case are read for their names; cased English for the types of the names
     capitalisation finds, only where a model must type one (not a titled person, not a lexicon name);
     Japanese and letterless fragments never cost a tagger pass; a repeated sentence costs one."""
-    from hybridrag.indexing.analysis.name_tagger import Tag
 
     class Recording:
         version = "tagger-test"
@@ -578,7 +577,6 @@ def test_what_reaches_the_tagger() -> None:
 def test_case_less_sentences_go_to_the_case_less_tagger() -> None:
     """With a case-less tagger beside the other, sentences without letter case are read by it alone and
     cased sentences' names by the other alone; the version names both. Given one tagger, it does both."""
-    from hybridrag.indexing.analysis.name_tagger import Tag
 
     class Stand:
         kinds = ("person", "organization", "place", "other")
@@ -621,7 +619,6 @@ def test_case_less_sentences_go_to_the_case_less_tagger() -> None:
 def test_a_head_word_alone_is_no_case_less_name() -> None:
     """In text without letter case, a word that says what a name is ("corporation", "river") names nothing
     by itself, however sure the tagger is; with a name before it, or "the olympics", it is kept."""
-    from hybridrag.indexing.analysis.name_tagger import Tag
 
     sentence = "the motor corporation by the river sent toyota motor corporation to the olympics."
 
@@ -650,7 +647,6 @@ def test_a_case_less_name_that_is_an_ordinary_word_too_needs_a_surer_tagger() ->
     is one where the tagger is at least `ORDINARY_NAME_MIN_CONFIDENCE` sure; any other name at
     `TAG_MIN_CONFIDENCE`."""
     from hybridrag.indexing.analysis.entities import ORDINARY_NAME_MIN_CONFIDENCE, TAG_MIN_CONFIDENCE
-    from hybridrag.indexing.analysis.name_tagger import Tag
 
     sentence = "exports to china rose, toyota sold more and we ate turkey."
     between = (TAG_MIN_CONFIDENCE + ORDINARY_NAME_MIN_CONFIDENCE) / 2
@@ -687,7 +683,6 @@ def test_a_case_less_name_cut_at_a_hyphen_is_made_whole() -> None:
     names ("bcl-" of "bcl-2", "-gamma" of "ifn-gamma", "-" alone): such a name takes the letters and digits
     beyond its hyphen, up to the next hyphen; a name with no letter or digit is none; a name already whole
     ("il-6", "anti-" before a space) is kept as it is."""
-    from hybridrag.indexing.analysis.name_tagger import Tag
 
     sentence = "bcl-2 and ifn-gamma raise il-6 in x-y cells, and anti- or toll-like receptors + tnf."
     pieces = [("bcl-", 0), ("-gamma", 0), ("il-6", 0), ("-", 1), ("anti-", 0), ("-like", 0), ("+", 0)]

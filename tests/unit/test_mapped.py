@@ -333,3 +333,14 @@ def test_a_page_reads_its_documents_around_its_hits(tmp_path: Path, monkeypatch:
         long_text[pieces[20].start - 100 : pieces[20].start],
         long_text[pieces[20].end : pieces[20].end + 100],
     )
+
+
+def test_a_chunks_neighbours_are_read_from_ids_and_positions(tmp_path: Path) -> None:
+    _doc_path, chunk_path = _write(tmp_path)  # two documents' chunks interleaved, out of order
+    chunks = ChunkTable(chunk_path)
+    for doc_id in ("a", "b"):
+        ids = [c.chunk_id for c in chunks.of_doc(doc_id)]
+        assert len(ids) == 2
+        for at, chunk_id in enumerate(ids):
+            expected = (ids[at - 1] if at else None, ids[at + 1] if at + 1 < len(ids) else None)
+            assert chunks.neighbours(chunks[chunk_id]) == expected
