@@ -263,20 +263,26 @@ class _MappedTable:
         """The ids of several rows in one read."""
         return [str(i) for i in take_pylist(self._ids, np.asarray(rows, dtype=np.int64))]
 
-    def _read(self, keys: Sequence[str], convert: Callable[[dict], T]) -> Prefetched[T]:
+    def _read(
+        self, keys: Sequence[str], convert: Callable[[dict], T], columns: Sequence[str] | None = None
+    ) -> Prefetched[T]:
         """The rows of the known `keys`, read in one `take`, by key (each checked against its own id, so a
-        hash collision's first candidate is never taken for the key: such a key is looked up alone)."""
+        hash collision's first candidate is never taken for the key: such a key is looked up alone);
+        `columns`: only these (the id's among them), else all."""
+        # A table written before a column existed (`text_gaps`) is read without it.
+        names = self.table.column_names
+        table = self.table if columns is None else self.table.select([c for c in columns if c in names])
         unique = list(dict.fromkeys(keys))
         rows = self._keys.first_rows(unique)
         known = rows >= 0
         found = [k for k, f in zip(unique, known, strict=True) if f]
         out: dict[str, T] = {}
         at: dict[str, int] = {}
-        for key, row, value in zip(found, rows[known].tolist(), _rows(self.table, rows[known]), strict=True):
+        for key, row, value in zip(found, rows[known].tolist(), _rows(table, rows[known]), strict=True):
             if value[self._id_column] == key:
                 out[key], at[key] = convert(value), row
             elif (other := self.row(key)) is not None:
-                out[key], at[key] = convert(_rows(self.table, np.array([other]))[0]), other
+                out[key], at[key] = convert(_rows(table, np.array([other]))[0]), other
         return Prefetched(self, out, at)  # type: ignore[arg-type]
 
     def rows(self, keys: Sequence[str]) -> np.ndarray:
@@ -377,6 +383,10 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
         return sum(1 for r in rows if docs[int(r)].as_py() == doc_id)
 
 
+#: The columns of a document's row a `DocumentHead` holds.
+HEAD_COLUMNS = ("doc_id", "file_id", "title", "url", "date", "language")
+
+
 class DocumentTable(_MappedTable, Mapping[str, Document]):
     """documents.arrow: a `Mapping` from document id to `Document`, read from its row when asked for."""
 
@@ -402,7 +412,9 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
 
     def heads(self, doc_ids: Sequence[str]) -> dict[str, DocumentHead]:
         """The known documents of `doc_ids` without their texts, in one read."""
-        return {doc_id: document_head(row) for doc_id, row in self._read(doc_ids, dict).held.items()}
+        return {
+            doc_id: document_head(row) for doc_id, row in self._read(doc_ids, dict, HEAD_COLUMNS).held.items()
+        }
 
     def around(
         self, chunks: Sequence[Chunk], chars: int
@@ -414,7 +426,7 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
         chunks that overlap those windows, and its gaps. Reading its whole text cost a page of hits in long
         documents ~2 ms a hit per 750 KB document (benchmarks/README.md, "A page reads its documents around
         its hits"). Should the pieces leave a hole in a window, the whole text is read, as before."""
-        raw = self._read([c.doc_id for c in chunks], dict).held
+        raw = self._read([c.doc_id for c in chunks], dict, (*HEAD_COLUMNS, "text", "text_gaps")).held
         heads = {doc_id: document_head(row) for doc_id, row in raw.items()}
         if not chars:
             return heads, {c.chunk_id: ("", "") for c in chunks if c.doc_id in raw}
@@ -479,8 +491,20 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
 
     def page(self, offset: int, limit: int) -> list[Document]:
         """Documents in id order, `limit` from `offset` (the order is sorted once, in Arrow, on first use)."""
+        return self._documents(_rows(self.table, self._page_rows(offset, limit)))
+
+    def page_heads(self, offset: int, limit: int) -> list[DocumentHead]:
+        """`page` without the texts: a listing reads rows, not every document's chunks."""
+        return [
+            document_head(r)
+            for r in _rows(
+                self.table.select([c for c in HEAD_COLUMNS if c in self.table.column_names]),
+                self._page_rows(offset, limit),
+            )
+        ]
+
+    def _page_rows(self, offset: int, limit: int) -> np.ndarray:
         if self._sorted is None:
             order = pc.sort_indices(self._ids).to_numpy()
             self._sorted = order[~np.isin(order, self.dead)] if len(self.dead) else order
-        rows = np.asarray(self._sorted[offset : offset + limit])
-        return self._documents(_rows(self.table, rows))
+        return np.asarray(self._sorted[offset : offset + limit])

@@ -262,10 +262,10 @@ def document_head(row: dict[str, Any]) -> DocumentHead:
     return DocumentHead(
         doc_id=row["doc_id"],
         file_id=row["file_id"],
-        title=row["title"] or "",
-        url=row["url"],
-        date=row["date"],
-        language=row["language"] or "en",
+        title=row.get("title") or "",
+        url=row.get("url"),
+        date=row.get("date"),
+        language=row.get("language") or "en",
     )
 
 

@@ -154,7 +154,7 @@ def list_documents(
     limit: int = Query(100, ge=1, le=1000),
 ) -> Response:
     page = []
-    for doc in index.documents.page(offset, limit):
+    for doc in index.documents.page_heads(offset, limit):
         page.append(
             DocumentSummary(
                 id=doc.doc_id,

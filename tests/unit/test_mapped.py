@@ -344,3 +344,24 @@ def test_a_chunks_neighbours_are_read_from_ids_and_positions(tmp_path: Path) -> 
         for at, chunk_id in enumerate(ids):
             expected = (ids[at - 1] if at else None, ids[at + 1] if at + 1 < len(ids) else None)
             assert chunks.neighbours(chunks[chunk_id]) == expected
+
+
+def test_a_documents_table_written_before_text_gaps_reads_heads_and_context(tmp_path: Path) -> None:
+    doc_path, chunk_path = _write(tmp_path)
+    old = mapped.feather.read_table(doc_path).drop_columns(["text_gaps"])  # as a release before wrote it
+    mapped.write_arrow(doc_path, old)
+    documents, chunks = DocumentTable(doc_path, chunks=ChunkTable(chunk_path)), ChunkTable(chunk_path)
+    heads, context = documents.around([chunks["c-a1"], chunks["c-b0"]], 5)
+    assert heads["a"].title == "Ay" and heads["b"].date == "2020-01-02"
+    texts = {"a": "first of a second of a", "b": "first of b second of b"}  # the rows keep their texts
+    assert context == {
+        c.chunk_id: (texts[c.doc_id][max(0, c.start - 5) : c.start], texts[c.doc_id][c.end : c.end + 5])
+        for c in (chunks["c-a1"], chunks["c-b0"])
+    }
+    assert context["c-a1"] == (" of a", "f a")
+    assert (
+        [h.doc_id for h in documents.page_heads(0, 10)]
+        == ["a", "b"]
+        == [d.doc_id for d in documents.page(0, 10)]
+    )
+    assert documents.heads(["b"]) == {"b": heads["b"]}
