@@ -345,34 +345,32 @@ class ChunkTable(_MappedTable, Mapping[str, Chunk]):
     def parts_of(self, doc_ids: Sequence[str]) -> dict[str, list[tuple[int, str]]]:
         """Each document's chunks' (start, text), read in one `take`: what holds its text
         (`tables.joined_text`)."""
-        wanted = set(doc_ids)
-        found = self._docs.rows_of_many(list(wanted))
-        rows = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-        out: dict[str, list[tuple[int, str]]] = {d: [] for d in wanted}
-        for r in _rows(self.table.select(["doc_id", "start", "text"]), rows):
-            if r["doc_id"] in wanted:  # a hash collision's other rows are not this document's
-                out[r["doc_id"]].append((int(r["start"]), str(r["text"])))
-        return out
+        return self._pieces(list(dict.fromkeys(doc_ids)))
 
     def pieces_near(self, spans: Mapping[str, Sequence[tuple[int, int]]]) -> dict[str, list[tuple[int, str]]]:
         """For each document id, the (start, text) of its chunks that overlap one of its `spans` ([start, end)
         character ranges), in one read of the bounds of all its chunks and one of the texts wanted."""
-        docs = list(spans)
+        return self._pieces(list(spans), spans)
+
+    def _pieces(
+        self, docs: list[str], spans: Mapping[str, Sequence[tuple[int, int]]] | None = None
+    ) -> dict[str, list[tuple[int, str]]]:
+        """The (start, text) of the chunks of each of `docs`: all of them, or those overlapping its `spans`."""
         found = self._docs.rows_of_many(docs)
         out: dict[str, list[tuple[int, str]]] = {d: [] for d in docs}
         rows = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-        if not len(rows):
-            return out
-        bounds = take(self.table.select(["start", "end"]), rows)
-        starts = bounds.column("start").to_numpy()
-        ends = bounds.column("end").to_numpy()
-        owner = np.repeat(np.arange(len(docs)), [len(f) for f in found])
-        near = np.zeros(len(rows), dtype=bool)
-        for i, doc_id in enumerate(docs):
-            mine = owner == i
-            for start, end in spans[doc_id]:
-                near |= mine & (starts < end) & (ends > start)
-        for r in _rows(self.table.select(["doc_id", "start", "text"]), rows[near]):
+        if spans is not None and len(rows):
+            bounds = take(self.table.select(["start", "end"]), rows)
+            starts = bounds.column("start").to_numpy()
+            ends = bounds.column("end").to_numpy()
+            owner = np.repeat(np.arange(len(docs)), [len(f) for f in found])
+            near = np.zeros(len(rows), dtype=bool)
+            for i, doc_id in enumerate(docs):
+                mine = owner == i
+                for start, end in spans[doc_id]:
+                    near |= mine & (starts < end) & (ends > start)
+            rows = rows[near]
+        for r in _rows(self.table.select(["doc_id", "start", "text"]), np.sort(rows)):
             if r["doc_id"] in out:  # a hash collision's other rows are not this document's
                 out[r["doc_id"]].append((int(r["start"]), str(r["text"])))
         return out
