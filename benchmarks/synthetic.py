@@ -38,14 +38,17 @@ class ReplayEmbedder:
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        missed: list[int] = []
         for i, text in enumerate(texts):
             base = self._vectors.get(text)
-            if base is None:  # the chunker cut a text differently than planned: use the model itself
-                self.misses += 1
-                out[i] = self._query_model.embed_passages([text])[0]
+            if base is None:  # not a base chunk's text (a community report, a cut not planned): the model's
+                missed.append(i)
                 continue
             v = base + self._rng.normal(0.0, NOISE, self.dim).astype(np.float32)
             out[i] = v / np.linalg.norm(v)
+        if missed:  # in one call, as a build embeds them
+            self.misses += len(missed)
+            out[missed] = self._query_model.embed_passages([texts[i] for i in missed])
         return out
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -108,7 +111,10 @@ def build_synthetic(
     t0 = time.perf_counter()
     vectors = write_corpus(base_index, chunks, out)
     generate_s = time.perf_counter() - t0
-    embedder = ReplayEmbedder(embedding_model, vectors, load_embedder(embedding_model))
+    # What is not a base chunk (the community reports) is embedded as `index build` embeds it by default:
+    # by the model's int8 export where one is installed (`--encoder auto`).
+    model = load_embedder(embedding_model, encoder="auto")
+    embedder = ReplayEmbedder(embedding_model, vectors, model)
     # A chunk size above the longest base chunk plus its tag keeps one chunk per synthetic document.
     config = BuildConfig(embedding_model=embedding_model, chunk_size=1200, name_typing=name_typing)
     t1 = time.perf_counter()
@@ -127,6 +133,7 @@ def build_synthetic(
             "chunkSize": config.chunk_size,
             "noise": NOISE,
             "nameTyping": name_typing,
+            "missEncoder": getattr(model, "encoder", "torch"),
         },
         "documents": docs,
         "chunks": summary.chunks,

@@ -5,7 +5,8 @@ keeps, their mentions) and runs them in order: chunk (and embed, when a passage 
 keyword, vectors, graph, tables, publish. Every build, update, delete, regraph and documents-API batch goes
 through it, so they all write the same thing for the same documents. A large write (`shards.shard_workers`)
 writes its keyword index in a child process and finishes its vector files on a thread while the graph is
-built: the three depend only on the chunks and their entity types, and write apart.
+built: the three depend only on the chunks and their entity types, and write apart. A write that builds its
+graph anew embeds the community reports on a thread while the graph's arrays are derived.
 """
 
 from __future__ import annotations
@@ -474,18 +475,27 @@ class VersionWrite:
             # The graph holds every passage: no link waits for it.
             (self.staging / "graph" / DELTA).unlink(missing_ok=True)
         community_vectors = entity_vectors = None
-        if embedder is not None and graph.communities:
-            with self.stages.timed("embed"):
-                community_vectors = embedder.embed_passages([cm.report for cm in graph.communities])
         if embedder is not None and self.config.graph_synonyms and graph.entities:
+            # Before the arrays: the walk's matrices hold the synonym edges.
             with self.stages.timed("synonyms"):
                 entity_vectors = entity_name_vectors(self.base, graph.entities, embedder)
                 graph.synonyms = synonym_pairs(graph.entities, entity_vectors)
+        # The reports' vectors are embedded beside the arrays' derivation, which reads neither them nor the
+        # embedder: a build's last steps ran one after the other on one core (benchmarks/README.md, "Ten
+        # million"). The pool's exit waits for the embedding when the arrays fail.
+        with ThreadPoolExecutor(1, "reports") as pool:
+            reports = (
+                pool.submit(self._embed_reports, embedder, [cm.report for cm in graph.communities])
+                if embedder is not None and graph.communities
+                else None
+            )
+            with self.stages.timed("graph"):
+                # What the service maps: the walk's matrices against the chunk table's row order.
+                order = ListOrder([c.chunk_id for c in chunks])
+                GraphArrays.derive(graph, order).save(self.staging / "graph" / GRAPH_ARRAYS)
+            if reports is not None:
+                community_vectors = reports.result()
         graph.save_vectors(self.staging / "graph", community_vectors, entity_vectors)
-        with self.stages.timed("graph"):
-            # What the service maps: the walk's matrices against the chunk table's row order.
-            order = ListOrder([c.chunk_id for c in chunks])
-            GraphArrays.derive(graph, order).save(self.staging / "graph" / GRAPH_ARRAYS)
         return {
             "format": GRAPH_FORMAT,
             "extraction": self.extraction,
@@ -495,6 +505,10 @@ class VersionWrite:
             "communities": len(graph.communities),
             "synonyms": len(graph.synonyms),
         }
+
+    def _embed_reports(self, embedder: Embedder, reports: list[str]) -> np.ndarray:
+        with self.stages.timed("embed"):
+            return embedder.embed_passages(reports)
 
     @property
     def carries_graph(self) -> bool:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import jsonl_corpus
 
@@ -479,3 +480,50 @@ def test_a_child_beside_the_write_exits_once_its_result_is_sent() -> None:
 
 def _repeated(payload: str, times: int) -> str:
     return payload * times
+
+
+def test_community_reports_are_embedded_beside_the_graphs_arrays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Any
+) -> None:
+    """The reports' vectors are embedded while the walk's arrays are derived (on another thread), saved in the
+    communities' order as one call embeds them; a failure of that embedding fails the write, publishing
+    nothing and leaving no staging directory."""
+    from conftest import SAMPLE
+
+    from hybridrag.indexing.builds import stages
+    from hybridrag.indexing.stores.graph_arrays import load_graph
+
+    started = threading.Event()
+    seen: dict[str, Any] = {}
+    embed_reports = stages.VersionWrite._embed_reports
+    derive = stages.GraphArrays.derive
+
+    def reports(self: Any, model: Any, texts: list[str]) -> Any:
+        seen["thread"] = threading.current_thread().name
+        started.set()
+        return embed_reports(self, model, texts)
+
+    def derive_when_embedding(*args: Any, **kwargs: Any) -> Any:
+        # Set only if the reports are embedded beside this call (after it, this would wait in vain).
+        seen["beside"] = started.wait(timeout=60)
+        return derive(*args, **kwargs)
+
+    monkeypatch.setattr(stages.VersionWrite, "_embed_reports", reports)
+    monkeypatch.setattr(stages.GraphArrays, "derive", derive_when_embedding)
+    index_dir = tmp_path / "idx"
+    IndexBuilder(index_dir, MINILM, embedder=embedder).build(SAMPLE)
+    assert seen["beside"] and seen["thread"] != threading.current_thread().name
+    graph, vectors = load_graph(versions.current_version(index_dir).path / "graph")
+    assert graph.communities and vectors is not None
+    expected = embedder.embed_passages([c.report for c in graph.communities])
+    assert vectors.shape == expected.shape and np.allclose(vectors, expected, atol=1e-6)
+
+    def failing(self: Any, model: Any, texts: list[str]) -> Any:
+        raise RuntimeError("the encoder fell over")
+
+    before = versions.current_version(index_dir).version
+    monkeypatch.setattr(stages.VersionWrite, "_embed_reports", failing)
+    with pytest.raises(RuntimeError, match="the encoder fell over"):
+        IndexBuilder(index_dir, MINILM, embedder=embedder).build(SAMPLE)
+    assert versions.current_version(index_dir).version == before
+    assert not list(index_dir.glob(".staging-*"))
