@@ -86,6 +86,9 @@ REFINE_BLOCK = 16_384  # rows of refine codes widened to float32 at a time (25 M
 IVF_MIN_ROWS = 200_000
 IVF_LISTS_PER_SQRT = 4
 IVF_TRAIN_PER_LIST = 40
+# k-means iterations training the lists (faiss' IVF default is 10): each compares every sampled row with every
+# list (N^1.5 in the rows); five gave the same recall@10 at 1M (benchmarks/README.md, "Constants").
+IVF_TRAIN_ITERATIONS = 5
 IVF_PROBES = 128
 FLAT_KIND = "sq8-rescored"
 IVF_KIND = "ivf-pq4-rescored"
@@ -179,6 +182,7 @@ def _new_codes(matrix: np.ndarray, rows: int, dim: int, kind: str) -> Any:
             index = faiss.IndexIVFScalarQuantizer(
                 faiss.IndexFlatIP(dim), dim, lists, sq8, faiss.METRIC_INNER_PRODUCT
             )
+        index.cp.niter = IVF_TRAIN_ITERATIONS
         sample_size = min(rows, IVF_TRAIN_PER_LIST * lists)
     # A fixed sample: the same vectors always give the same codes.
     rng = np.random.default_rng(0)

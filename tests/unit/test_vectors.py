@@ -528,3 +528,17 @@ def test_a_version_with_product_quantized_codes_says_format_6(
     assert kind == ("ivf-sq8-rescored" if sq8 else "ivf-pq4-rescored")
     assert not vec.half_width(tmp_path / "v" / "vectors")
     assert versions.format_of(tmp_path / "v") == fmt
+
+
+@pytest.mark.parametrize("sq8", [False, True])
+def test_an_inverted_files_lists_are_trained_in_the_set_iterations(
+    monkeypatch: pytest.MonkeyPatch, sq8: bool
+) -> None:
+    """The lists' k-means runs `IVF_TRAIN_ITERATIONS` iterations (faiss' IVF default is twice as many): the
+    training compares every sampled row with every list each time (benchmarks/README.md, "Constants")."""
+    _small_ivf(monkeypatch, sq8=sq8)
+    n, dim = 2000, 50 if sq8 else 48  # 50: no sub-quantizer of 3 dimensions divides it (8-bit codes)
+    index = quantized._new_codes(_clustered(n, dim), n, dim, quantized.serving_kind(n))
+    assert index.cp.niter == quantized.IVF_TRAIN_ITERATIONS == 5
+    assert index.is_trained and index.quantizer.ntotal == index.nlist == quantized.ivf_lists(n)
+    assert quantized._kind_of(index) == ("ivf-sq8-rescored" if sq8 else "ivf-pq4-rescored")
