@@ -16,6 +16,7 @@ Surface forms are normalised (NFKC, case, possessive 's, whitespace) so that var
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 import unicodedata
@@ -398,6 +399,20 @@ class EntityExtractor:
         # Only the tagger's reading can tell a lone first word that names something from one that merely
         # starts a sentence (`_english_read`).
         self._reads_initials = self._tagger is not None and tagger_types
+
+    def on_cores(self, cores: int) -> EntityExtractor:
+        """This extractor with its taggers run on at most `cores` cores (copies that load their own sessions
+        on first use): a build's shard beside other shards, each with its share, since a runtime that takes
+        every core in each shard's process makes the shards wait on one another (benchmarks/README.md, "Ten
+        million"). The same version and mentions."""
+        shared = copy.copy(self)
+        shared._tagger = self._tagger.on_cores(cores) if self._tagger is not None else None
+        if self._caseless is self._tagger:
+            shared._caseless = shared._tagger
+        else:
+            shared._caseless = self._caseless.on_cores(cores) if self._caseless is not None else None
+        shared._japanese = self._japanese.on_cores(cores) if self._japanese is not None else None
+        return shared
 
     @property
     def version(self) -> str:

@@ -219,6 +219,7 @@ class JapaneseTagger:
         import pycrfsuite
 
         path = folder / MODEL
+        self.folder = folder
         self.meta: dict[str, Any] = json.loads((folder / "model.json").read_text(encoding="utf-8"))
         self.reader = reader
         self.version = f"ja-{hashlib.sha256(path.read_bytes()).hexdigest()[:12]}.{DECODE_REVISION}" + (
@@ -231,6 +232,12 @@ class JapaneseTagger:
         self._labels = [label for label in LABELS if label in set(self._tagger.labels())]
         if set(self._tagger.labels()) - set(LABELS):
             raise ValueError(f"{path} tags {sorted(self._tagger.labels())}, not some of {sorted(LABELS)}")
+
+    def on_cores(self, cores: int) -> JapaneseTagger:
+        """This tagger with its piece tagger run on at most `cores` cores (`NameTagger.on_cores`)."""
+        if self.reader is None:
+            return self
+        return JapaneseTagger(self.folder, reader=self.reader.on_cores(cores))
 
     def read_pieces(self, sentences: Sequence[str]) -> list[Pieces | None]:
         """The piece tagger's reading of each sentence, read together (in batches, side by side); None for

@@ -233,12 +233,13 @@ def _probabilities(encoder: Any, head_w: Any, head_b: Any, input_ids: Any, atten
 class _OnnxRunner:
     """The export (`export_onnx`) on onnxruntime, with the base model's own tokenizer (`tokenizers`)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, threads: int = 0) -> None:
+        """`threads` > 0: the cores its runs take at most (`NameTagger`), 0: the process'."""
         from tokenizers import Tokenizer
 
         # An int8 export reads one window a call (`NameTagger`), on one thread, calls side by side
         # (`int8_workers`): 1.8x the windows a second of one call at a time on two threads.
-        self.workers = int8_workers() if _export_precision(folder) in QUANTIZED else 1
+        self.workers = int8_workers(threads) if _export_precision(folder) in QUANTIZED else 1
 
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # The file pads and cuts at 128 pieces for sentence-transformers; windows are cut here instead.
@@ -252,7 +253,7 @@ class _OnnxRunner:
         else:
             raise ValueError(f"{folder / 'tokenizer.json'} has no [CLS] / [SEP] (or <s> / </s>) piece")
         self.cls_id, self.sep_id = int(cls_id), int(sep_id)
-        self.session = cpu_session(folder / "model.onnx", 1 if self.workers > 1 else 0)
+        self.session = cpu_session(folder / "model.onnx", 1 if self.workers > 1 else threads)
 
     def encode(self, text: str) -> Encoded:
         enc = self.tokenizer.encode(text, add_special_tokens=False)
@@ -266,9 +267,12 @@ class _OnnxRunner:
 class NameTagger:
     """Tags English text with person / organization / place names (BIO over word pieces' first pieces)."""
 
-    def __init__(self, folder: Path = FOLDER, base: Path | None = None, onnx: Path | None = None) -> None:
+    def __init__(
+        self, folder: Path = FOLDER, base: Path | None = None, onnx: Path | None = None, threads: int = 0
+    ) -> None:
         """`onnx`: a folder holding this tagger's ONNX export, run there with onnxruntime; None: on torch
-        (`base`: the base model's folder, the installed package's by default)."""
+        (`base`: the base model's folder, the installed package's by default). `threads` > 0: the cores
+        the export's runs take at most (`on_cores`), 0: the process' (torch's are the process' alone)."""
         meta = json.loads((folder / "model.json").read_text())
         self.folder = folder
         self.labels: list[str] = meta["labels"]
@@ -284,13 +288,21 @@ class NameTagger:
         self._meta = meta
         self._base = base
         self._onnx = onnx
+        self._threads = threads
         self._loaded: _Runner | None = None
+
+    def on_cores(self, cores: int) -> NameTagger:
+        """This tagger run on at most `cores` cores: a copy that loads its own session on first use (a
+        build's shard beside other shards, `VersionWrite._extract`); the same tags. Itself on torch."""
+        if self._onnx is None:
+            return self
+        return NameTagger(self.folder, self._base, self._onnx, threads=cores)
 
     def _load(self) -> _Runner:
         """The model, read on first use, so an index whose text all has letter case never loads it."""
         if self._loaded is None:
             if self._onnx is not None:
-                self._loaded = _OnnxRunner(self._onnx)
+                self._loaded = _OnnxRunner(self._onnx, self._threads)
             else:
                 self._loaded = _TorchRunner(self.folder, self._meta, self._base)
         return self._loaded

@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from hybridrag.indexing.models.registry import available_cores
+from hybridrag.indexing.models.registry import CORES_ENV, available_cores
 
 #: Fewer items than this are worked in one process: a child's start (~0.3 s, a fresh interpreter) and its
 #: shard's transfer are worth it only for a large write (benchmarks/README.md, "Constants").
@@ -84,9 +84,14 @@ class Shards(Generic[_Item]):
         size = -(-size // align) * align
         self._own = items[:size]
         self._children: list[tuple[subprocess.Popen[bytes], Connection]] = []
+        # Each shard gets its share of the cores (`cores`): a child as its `registry.core_share`, this
+        # process' shard from its caller (`EntityExtractor.on_cores`). Models' runtimes would otherwise
+        # each start a thread a core beside the other shards' (benchmarks/README.md, "Ten million").
+        count = len(range(0, len(items), size))
+        self.cores: int | None = max(1, available_cores() // count) if count > 1 else None
         try:
             for at in range(size, len(items), size):
-                process, conn = _start_child()
+                process, conn = _start_child(self.cores)
                 self._children.append((process, conn))
                 conn.send(list(items[at : at + size]))
         except BaseException:
@@ -181,16 +186,20 @@ def _receive(process: subprocess.Popen[bytes], conn: Connection) -> Any:
     return got
 
 
-def _start_child() -> tuple[subprocess.Popen[bytes], Connection]:
-    """A child running `_serve` on one end of a socket pair; the other end, as a `Connection`."""
+def _start_child(cores: int | None = None) -> tuple[subprocess.Popen[bytes], Connection]:
+    """A child running `_serve` on one end of a socket pair; the other end, as a `Connection`. `cores`: the
+    child's share of the cores (`registry.core_share`), None: as this process'."""
     ours, theirs = socket.socketpair()
+    # The child imports what this process imports, from where it imports it.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    if cores is not None:
+        env[CORES_ENV] = str(cores)
     with theirs:
         process = subprocess.Popen(
             [sys.executable, "-m", __spec__.name if __spec__ else __name__, str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
-            # The child imports what this process imports, from where it imports it.
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+            env=env,
         )
     return process, Connection(ours.detach())
 

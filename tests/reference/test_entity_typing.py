@@ -451,6 +451,33 @@ def test_extract_many_is_extract_of_each_text() -> None:
     assert TYPED.extract_many(texts) == [TYPED.extract(t) for t in texts]
 
 
+def test_an_extractor_on_a_share_of_the_cores_reads_the_same_names() -> None:
+    """`on_cores` (a build's shard beside others): taggers that load their own sessions on that many
+    threads, the same version and mentions in cased, case-less and Japanese text; the original untouched."""
+    texts = [
+        "he worked for microsoft in seattle. Later he met Bill Gates in Redmond.",
+        "yesterday barack obama met angela merkel at the white house in washington.",
+        "豊田佐吉は自動織機を発明した。トヨタ自動車は一九三七年に設立された。",
+        "THE UNITED NATIONS MET IN GENEVA.",
+    ]
+    one = TYPED.on_cores(1)
+    assert one.version == TYPED.version
+    assert one.extract_many(texts) == TYPED.extract_many(texts)
+    taggers = [(TYPED._tagger, one._tagger), (TYPED._caseless, one._caseless)]
+    if TYPED._japanese is not None and TYPED._japanese.reader is not None:
+        assert one._japanese is not None
+        taggers.append((TYPED._japanese.reader, one._japanese.reader))
+    for ours, theirs in taggers:
+        assert ours is not None and theirs is not None
+        if ours.runtime == "onnx":
+            assert theirs is not ours and theirs.version == ours.version
+            runner = theirs._load()
+            assert runner.workers == 1
+            assert runner.session.get_session_options().intra_op_num_threads == 1
+        else:  # torch's threads are the process': the same tagger
+            assert theirs is ours
+
+
 def test_the_packaged_tagger_names_its_weights() -> None:
     """The extraction version carries the taggers' digests, and each digest is its shipped weights'."""
     import hashlib

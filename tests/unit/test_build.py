@@ -310,7 +310,7 @@ def test_a_build_in_shards_side_by_side_writes_what_one_process_writes(
     monkeypatch.setattr(stages, "EXTRACT_BATCH", 4)
     started: list[int] = []
     start_child = shards._start_child
-    monkeypatch.setattr(shards, "_start_child", lambda: started.append(1) or start_child())
+    monkeypatch.setattr(shards, "_start_child", lambda cores=None: started.append(1) or start_child(cores))
     finished_on: list[str] = []
     finish = stages.VersionWrite._finish_vectors
 
@@ -527,3 +527,69 @@ def test_community_reports_are_embedded_beside_the_graphs_arrays(
         IndexBuilder(index_dir, MINILM, embedder=embedder).build(SAMPLE)
     assert versions.current_version(index_dir).version == before
     assert not list(index_dir.glob(".staging-*"))
+
+
+def test_a_builds_vectors_are_written_in_few_large_adds(
+    tmp_path: Path, corpus: Path, embedder, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Embedding batches are gathered into adds of `VECTOR_WRITE_ROWS` rows (a LanceDB fragment, version and
+    transaction apiece), in chunk order, the same rows whatever the grouping."""
+    from hybridrag.indexing.builds import stages
+    from hybridrag.indexing.stores import vectors as vec
+
+    sizes: list[int] = []
+    real = vec.VectorIndexWriter.add
+
+    def counted(self, rows, vectors):  # type: ignore[no-untyped-def]
+        sizes.append(len(vectors))
+        return real(self, rows, vectors)
+
+    def table(version: versions.IndexVersion) -> Any:
+        return vec._connect(version.path / "vectors").open_table(vec.TABLE).to_arrow()
+
+    monkeypatch.setattr(vec.VectorIndexWriter, "add", counted)
+    monkeypatch.setattr(stages, "EMBED_BATCH", 1)
+    whole = table(build(tmp_path / "whole", corpus, embedder))
+    assert sizes == [whole.num_rows] and whole.num_rows >= 5
+    sizes.clear()
+    monkeypatch.setattr(stages, "VECTOR_WRITE_ROWS", 2)
+    grouped = table(build(tmp_path / "grouped", corpus, embedder))
+    assert sizes == [2] * (whole.num_rows // 2) + [1] * (whole.num_rows % 2)
+    assert grouped.column("chunk_id").to_pylist() == whole.column("chunk_id").to_pylist()
+    assert grouped.drop_columns(["vector"]).equals(whole.drop_columns(["vector"]))
+    assert np.array_equal(
+        np.asarray(grouped.column("vector").to_pylist()), np.asarray(whole.column("vector").to_pylist())
+    )
+
+
+def test_a_shard_child_gets_its_share_of_the_cores(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each of N shard processes sees cores // N (at least one): its ONNX sessions' threads and its other
+    side-by-side work, so N shards do not run N threads a core; this process keeps what it had, and an
+    `Aside` child (no model) is left alone."""
+    from hybridrag.indexing.builds import shards
+    from hybridrag.indexing.models import registry
+
+    monkeypatch.delenv(registry.CORES_ENV, raising=False)
+    cores = registry.available_cores()
+    with shards.Shards([1, 2, 3], 3) as three:
+        seen = three.map(_cores)
+    assert three.cores == max(1, cores // 3)  # what this process' shard is run on (`on_cores`)
+    assert shards.Shards([1, 2, 3], 1).cores is None
+    assert seen[0] == (cores, None)
+    assert seen[1:] == [(max(1, cores // 3), max(1, cores // 3))] * 2
+    with shards.Aside(_aside_cores, None) as aside:
+        assert aside.result() == (cores, None)
+    monkeypatch.setenv(registry.CORES_ENV, "1")
+    assert registry.available_cores() == 1 and registry.core_share() == 1
+    monkeypatch.setenv(registry.CORES_ENV, "0")  # not a share: ignored
+    assert registry.core_share() is None and registry.available_cores() == cores
+
+
+def _cores(_shard: Any) -> tuple[int, int | None]:
+    from hybridrag.indexing.models import registry
+
+    return registry.available_cores(), registry.core_share()
+
+
+def _aside_cores(_payload: Any) -> tuple[int, int | None]:
+    return _cores(None)

@@ -349,3 +349,31 @@ def test_both_e5_encoders_read_capitals_as_lower_case() -> None:
             upper, lower, written = encode([text.upper(), text.lower(), text])
             assert np.array_equal(upper, lower), encoder
             assert float(written @ lower) < 0.9999, encoder  # mixed case is read as written
+
+
+def test_a_session_takes_the_process_share_of_the_cores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cpu_session` with no thread count runs the runtime's default, or the process' share of the cores
+    where it has one (a build's shard process); a count given wins."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from hybridrag.indexing.models import registry
+    from hybridrag.indexing.models.onnx_encoder import cpu_session
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    monkeypatch.delenv(registry.CORES_ENV, raising=False)
+    assert cpu_session(model).get_session_options().intra_op_num_threads == 0  # the runtime's default
+    assert cpu_session(model, 2).get_session_options().intra_op_num_threads == 2
+    monkeypatch.setenv(registry.CORES_ENV, "1")
+    assert cpu_session(model).get_session_options().intra_op_num_threads == 1
+    assert cpu_session(model, 2).get_session_options().intra_op_num_threads == 2
+    assert cpu_session(model).run(None, {"x": np.array([-1.0], dtype=np.float32)})[0].tolist() == [0.0]
