@@ -12,6 +12,7 @@ the reference BM25 (bm25s) in the benchmarks must see exactly the same tokens.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import unicodedata
@@ -84,9 +85,9 @@ class EnglishAnalyzer:
         """`normalize_word` of each word: remembered ones looked up, the rest stemmed in one call (a highlight
         pass normalizes every word of a page)."""
         memo = self._memo
-        out = [memo.get(w, _UNSEEN) for w in words]
-        unseen = list(dict.fromkeys(w for w, t in zip(words, out, strict=True) if t is _UNSEEN))
-        if unseen:
+        out = list(map(memo.get, words, itertools.repeat(_UNSEEN, len(words))))
+        if _UNSEEN in out:  # most words of a corpus are remembered after its first chunks
+            unseen = list(dict.fromkeys(w for w, t in zip(words, out, strict=True) if t is _UNSEEN))
             lowered = [w.lower().replace("’", "'") for w in unseen]
             stems = self._stemmer().stemWords(lowered)
             fresh = {
@@ -102,7 +103,8 @@ class EnglishAnalyzer:
 
     def tokens(self, text: str) -> list[str]:
         text = unicodedata.normalize("NFKC", text)
-        return [t for t in self.normalize_words([m.group() for m in WORD.finditer(text)]) if t]
+        # The pattern has no group: `findall` gives the words themselves, without a match object each.
+        return list(filter(None, self.normalize_words(WORD.findall(text))))
 
 
 class JapaneseAnalyzer:

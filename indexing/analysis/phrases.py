@@ -30,6 +30,9 @@ from hybridrag.indexing.analysis.entities import Mention, casing_informative, no
 from hybridrag.indexing.analysis.text import reads_as_japanese, split_sentences
 
 _TEXT_WORDS = re.compile(r"[\w\-’'.]+")
+# In ASCII text, a run of `_TEXT_WORDS`' characters without its leading and trailing full stops and
+# apostrophes, found as such (a run of those alone is no word).
+_ASCII_WORDS = re.compile(r"[\w\-](?:[\w\-'.]*[\w\-])?")
 _IDENTIFIER = re.compile(r"^(?=.*[a-z])(?=.*(?:\d|[a-z]-[a-z0-9]))[a-z0-9][a-z0-9\-]*[a-z0-9]$")
 PHRASE_MIN_DOCS = 2  # a phrase in one document links nothing
 PHRASE_MAX_DOC_SHARE = 0.01  # nor one in more than 1% of the documents (with PHRASE_MAX_DOCS_FLOOR)
@@ -50,10 +53,10 @@ def sentence_words(text: str) -> Iterator[SentenceWords]:
         sentence = text[start:end]
         if sentence.isascii():
             # NFKC leaves ASCII as it is and lower-casing keeps its word boundaries, so the folded words
-            # are the words lower-cased (this runs over every word of the corpus twice a graph build,
-            # `graph_build.link_corpus_names`).
-            words = [w for w in (w.strip(".'") for w in _TEXT_WORDS.findall(sentence)) if w]
-            keys = [w.lower() for w in words]
+            # are the words lower-cased, folded in one call (this runs over every word of the corpus twice
+            # a graph build, `graph_build.link_corpus_names`; no word holds a line break).
+            words = _ASCII_WORDS.findall(sentence)
+            keys = "\n".join(words).lower().split("\n") if words else []
             if "'s" in sentence or "'S" in sentence:
                 keys = [_possessive(k) for k in keys]
         else:
@@ -158,7 +161,10 @@ class NameDictionary:
                 named.setdefault(m.sentence_start, []).append(m.key.split())
         added: list[Mention] = []
         lengths_from = self._lengths_from.get
+        first_words = self._lengths_from.keys()
         for s in sentence_words(text) if sentences is None else sentences:
+            if first_words.isdisjoint(s.keys):
+                continue  # no name starts at any of its words (most sentences, for most dictionaries)
             cased = self.proper and casing_informative(text[s.start : s.end])
             inside = _inside_longer_names(s.keys, named.get(s.start, []) if cased else [])
             count = len(s.keys)

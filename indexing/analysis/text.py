@@ -17,16 +17,24 @@ _HIRAGANA = re.compile(r"[\u3040-\u309f]")
 # A sentence ends after Japanese full stops / marks (no space needed), after Western terminal punctuation
 # followed by whitespace, or at a blank line / line break.
 _SENTENCE_END = re.compile(
-    r"[。！？!?．]+[」』）)\"']*"  # Japanese and exclamation/question marks, with closing brackets
+    # Every alternative starts with one of these characters, and the pattern starts with the set itself:
+    # then the regular-expression engine skips to the next of them in C before it tries any alternative,
+    # rather than trying every alternative at every character (2.7x faster for the same spans; this runs
+    # over every chunk three times a build: extraction and both of the graph's passes).
+    r"[。！？!?．.\n]"
+    # Japanese and exclamation/question marks, with closing brackets.
+    r"(?:(?<=[。！？!?．])[。！？!?．]*[」』）)\"']*"
     # The full stop is matched before the abbreviation look-behinds are tried: trying nine look-behinds at
     # every character took 7x as long for the same spans (the slowest step of a result item).
-    r"|\.(?<![A-Z][a-z]\.)(?<!\b[A-Z]\.)(?<!e\.g\.)(?<!i\.e\.)(?<!etc\.)(?<!\bvs\.)(?<!\bal\.)(?<!Mrs\.)(?<!Fig\.)"
+    r"|(?<=\.)(?<![A-Z][a-z]\.)(?<!\b[A-Z]\.)(?<!e\.g\.)(?<!i\.e\.)(?<!etc\.)(?<!\bvs\.)(?<!\bal\.)"
+    r"(?<!Mrs\.)(?<!Fig\.)"
     r"[\"')\]]*(?=\s)"
     # Nor does one letter and a stop before a lower-case word, as capitals' "J." does not: initials and
     # abbreviations where case says nothing ("john l. sullivan", "the u.s. senate", "e. coli") and in any
     # case ("s.c. injection", "2 a.m. and"). A sentence after a lower-case one-letter word starts in capitals.
     r"(?!(?<=\b[a-z]\.)\s+[a-z])"
-    r"|\n\s*\n|\n"
+    # Line breaks: a blank line, or one.
+    r"|(?<=\n)(?:\s*\n)?)"
 )
 
 

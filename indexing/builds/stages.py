@@ -15,13 +15,13 @@ import contextlib
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -66,7 +66,6 @@ from hybridrag.indexing.stores.tables import (
 )
 from hybridrag.indexing.stores.vectors import VectorIndexWriter
 
-T = TypeVar("T")
 # Chunks extracted together: the name tagger reads their case-less sentences in one batched pass.
 EXTRACT_BATCH = 256
 
@@ -149,11 +148,6 @@ class _Timer:
 
     def __exit__(self, *exc: object) -> None:
         self._sink[self._name] = self._sink.get(self._name, 0.0) + time.perf_counter() - self._t0
-
-
-def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 Progress = Callable[..., Iterable[Any]]
@@ -437,30 +431,36 @@ class VersionWrite:
     def _embed_new_chunks(self, vw: VectorIndexWriter, embedder: Embedder) -> None:
         """The new chunks embedded `EMBED_BATCH` at a time and written `VECTOR_WRITE_ROWS` at a time."""
         chunks = self.new_chunks
-        batches = list(batched(range(len(chunks)), EMBED_BATCH))
-        held: list[tuple[range, np.ndarray]] = []
-        for rows in self.progress(batches, "embed", len(batches)):
-            span = range(rows[0], rows[-1] + 1)
+        firsts = range(0, len(chunks), EMBED_BATCH)  # each embedding batch's first row
+        start, held, rows = 0, list[np.ndarray](), 0
+        for first in self.progress(firsts, "embed", len(firsts)):
             if self.new_vectors is not None:
-                vectors = self.new_vectors[span.start : span.stop]
+                vectors = self.new_vectors[first : first + EMBED_BATCH]
             else:
                 with self.stages.timed("embed"):
                     vectors = embedder.embed_passages(
-                        [embedding_text(self.titles[chunks[i].doc_id], chunks[i].text) for i in span]
+                        [
+                            embedding_text(self.titles[c.doc_id], c.text)
+                            for c in chunks[first : first + EMBED_BATCH]
+                        ]
                     )
-            held.append((span, vectors))
-            if sum(len(s) for s, _v in held) >= VECTOR_WRITE_ROWS:
-                self._write_vectors(vw, held)
-                held = []
-        self._write_vectors(vw, held)
+            expected = min(EMBED_BATCH, len(chunks) - first)
+            if len(vectors) != expected:  # the rows are matched to the chunks by count: never misaligned
+                raise RuntimeError(f"the embedder returned {len(vectors)} vectors for {expected} passages")
+            held.append(vectors)
+            rows += len(vectors)
+            if rows >= VECTOR_WRITE_ROWS:
+                self._write_vectors(vw, start, held)
+                start, held, rows = start + rows, [], 0
+        self._write_vectors(vw, start, held)
 
-    def _write_vectors(self, vw: VectorIndexWriter, held: list[tuple[range, np.ndarray]]) -> None:
-        """One add of consecutive new chunks' rows (`held`: their spans in order, and their vectors)."""
+    def _write_vectors(self, vw: VectorIndexWriter, start: int, held: list[np.ndarray]) -> None:
+        """One add of the new chunks' rows from `start` on, as many as `held`'s vectors (batches in order)."""
         if not held:
             return
         with self.stages.timed("vectors"):
-            batch = self.new_chunks[held[0][0].start : held[-1][0].stop]
-            vectors = held[0][1] if len(held) == 1 else np.concatenate([v for _s, v in held])
+            vectors = held[0] if len(held) == 1 else np.concatenate(held)
+            batch = self.new_chunks[start : start + len(vectors)]
             vw.add(
                 {
                     "chunk_id": [c.chunk_id for c in batch],

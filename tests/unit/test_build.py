@@ -562,6 +562,31 @@ def test_a_builds_vectors_are_written_in_few_large_adds(
     )
 
 
+class _DroppingEmbedder:
+    """An embedder that returns one vector too few for a batch of several passages."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        vectors = self._inner.embed_passages(texts)
+        return vectors[:-1] if len(texts) > 1 else vectors
+
+
+def test_an_embedder_that_returns_too_few_vectors_fails_the_build(
+    tmp_path: Path, corpus: Path, embedder
+) -> None:  # type: ignore[no-untyped-def]
+    """The vector rows are matched to the chunks by count: a batch short of a vector fails the write
+    (nothing published), rather than shift every later vector onto the wrong chunk."""
+    with pytest.raises(RuntimeError, match="vectors for"):
+        build(tmp_path / "idx", corpus, _DroppingEmbedder(embedder))
+    with pytest.raises(versions.IndexUnavailable):
+        versions.current_version(tmp_path / "idx")
+
+
 def test_a_shard_child_gets_its_share_of_the_cores(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Each of N shard processes sees cores // N (at least one): its ONNX sessions' threads and its other
     side-by-side work, so N shards do not run N threads a core; this process keeps what it had, and an

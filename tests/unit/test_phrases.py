@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from hybridrag.indexing.analysis.entities import normalize_name
 from hybridrag.indexing.analysis.phrases import NameDictionary, _span_key, corpus_phrases, sentence_words
 
@@ -69,6 +72,26 @@ def test_ascii_sentences_fold_as_any_other_sentence() -> None:
         for keys in (plain.keys, general.keys, [*plain.keys, "x's"]):
             spans = [" ".join(keys[i:j]) for i in range(len(keys)) for j in range(i + 1, len(keys) + 1)]
             assert [_span_key(span) for span in spans] == [normalize_name(span) for span in spans]
+
+
+@given(
+    st.lists(st.sampled_from([*"aZ9_ .'-\n!", "'s", "'S", "..", "x.y", "Il-6", "it's", "--"]), max_size=30)
+)
+@settings(max_examples=400, deadline=None)
+def test_ascii_words_are_the_runs_of_word_characters_stripped(pieces: list[str]) -> None:
+    """An ASCII sentence's words are found by one pattern that leaves out the leading and trailing full
+    stops and apostrophes: the runs of word characters, hyphens, apostrophes and stops, stripped of those,
+    and the empty ones dropped; its keys are the words lower-cased (a possessive dropped)."""
+    import re
+
+    text = "".join(pieces)
+    for s in sentence_words(text):
+        sentence = text[s.start : s.end]
+        words = [w for w in (w.strip(".'") for w in re.findall(r"[\w\-'.]+", sentence)) if w]
+        assert s.words == words
+        assert s.keys == [
+            k[:-2] if k.endswith("'s") and len(k) > 2 else k for k in (w.lower() for w in words)
+        ]
 
 
 def test_a_word_block_keeps_its_ids_from_block_to_block_and_through_pickle() -> None:
