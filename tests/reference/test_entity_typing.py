@@ -705,6 +705,69 @@ def test_a_case_less_name_that_is_an_ordinary_word_too_needs_a_surer_tagger() ->
         assert _types(TYPED, sentence) == {}, sentence
 
 
+def test_a_case_less_name_is_found_by_its_words_name_mass_then_typed_by_them_together() -> None:
+    """The tagger bounds names by each word's mass of "opens a name" / "goes on with one" / "O", whatever the
+    type, and types each by its words together: a word whose mass is split between two types is a name even
+    where "O" is its single most probable label, and a name whose words' labels change type is one name. Its
+    confidence is the mean of 1 - P("O") over its words; its type confidence, its type's share of the types'
+    products."""
+    from hybridrag.indexing.analysis.name_tagger import CASELESS_FOLDER, MISC_LABELS, NameTagger
+
+    tagger = NameTagger(CASELESS_FOLDER)  # reads model.json; no model is loaded to decode
+    assert tagger.labels == list(MISC_LABELS)
+    # [CLS] in tokyo tsushin kogyo and kyoto [SEP], a word piece a word.
+    offsets = [(0, 0), (0, 2), (3, 8), (9, 16), (17, 22), (23, 26), (27, 32), (0, 0)]
+    probs = np.full((len(offsets), len(MISC_LABELS)), 0.0, dtype=np.float32)
+
+    def word(at: int, **mass: float) -> None:
+        probs[at, MISC_LABELS.index("O")] = 1.0 - sum(mass.values())
+        for label, p in mass.items():
+            probs[at, MISC_LABELS.index(label.replace("_", "-"))] = p
+
+    word(1)
+    word(2, B_LOC=0.6, B_ORG=0.35)  # read label by label: a place of one word ...
+    word(3, I_ORG=0.9)  # ... then an organisation
+    word(4, I_ORG=0.8, I_LOC=0.1)
+    word(5)
+    word(6, B_LOC=0.35, B_ORG=0.25)  # "O" (0.4) is its most probable label
+    tags = tagger._decode(probs, offsets, list(range(1, 7)))
+    assert [(t.start, t.end, t.type) for t in tags] == [(3, 22, "organization"), (27, 32, "place")]
+    org = 0.35 * 0.9 * 0.8
+    loc = 0.6 * 0.0 * 0.1  # no I-LOC at "tsushin": a place ends before it
+    assert tags[0].confidence == pytest.approx((0.95 + 0.9 + 0.9) / 3, abs=1e-6)
+    assert tags[0].type_confidence == pytest.approx(org / (org + loc), abs=1e-4)
+    assert tags[1].confidence == pytest.approx(0.6, abs=1e-6)
+    assert tags[1].type_confidence == pytest.approx(0.35 / 0.6, abs=1e-4)
+    assert tagger._decode(probs[:2], offsets[:2], []) == []
+
+
+def test_a_case_less_name_the_tagger_cannot_type_is_no_name() -> None:
+    """In text without letter case a tagger's name is one where it is sure the words are a name's
+    (`TAG_MIN_CONFIDENCE`) and sure of its type (`TAG_MIN_TYPE_CONFIDENCE`): a name typed wrong costs typed
+    F1 more than a name left out."""
+    from hybridrag.indexing.analysis.entities import TAG_MIN_CONFIDENCE, TAG_MIN_TYPE_CONFIDENCE
+
+    sentence = "she met hiroshi tanaka of sony in osaka."
+    below = TAG_MIN_TYPE_CONFIDENCE - 0.01
+    spans = [
+        ("hiroshi tanaka", "person", TAG_MIN_CONFIDENCE, TAG_MIN_TYPE_CONFIDENCE),
+        ("sony", "organization", 0.99, below),
+        ("osaka", "place", TAG_MIN_CONFIDENCE - 0.01, 0.99),
+    ]
+
+    class Unsure:
+        version, kinds = "tagger-unsure", ("person", "organization", "place", "other")
+
+        def tag(self, texts: list[str]) -> list[list[Tag]]:
+            return [
+                [Tag(sentence.index(w), sentence.index(w) + len(w), k, c, t) for w, k, c, t in spans]
+                for _ in texts
+            ]
+
+    extractor = EntityExtractor(ANALYZER, caseless=Unsure())  # type: ignore[arg-type]
+    assert {m.surface: m.type for m in extractor.extract(sentence)} == {"hiroshi tanaka": "person"}
+
+
 def test_a_case_less_name_cut_at_a_hyphen_is_made_whole() -> None:
     """The tagger's words end at every hyphen, so in text without letter case it tags pieces of hyphenated
     names ("bcl-" of "bcl-2", "-gamma" of "ifn-gamma", "-" alone): such a name takes the letters and digits
