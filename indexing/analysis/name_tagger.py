@@ -362,11 +362,9 @@ class NameTagger:
             no_name = np.concatenate(outside[i]) if outside[i] else np.zeros(0, dtype=np.float32)
             found: list[SpanReading | None] = []
             for start, end in text_spans:
-                a, b = np.searchsorted(at, start), np.searchsorted(at, end)
+                a, b = int(np.searchsorted(at, start)), int(np.searchsorted(at, end))
                 if b > a and b_mass is not None and i_mass is not None:
-                    score = b_mass[a] + i_mass[a + 1 : b].sum(axis=0)
-                    types = np.exp(score - score.max()) / np.exp(score - score.max()).sum()
-                    found.append(SpanReading(types, float(no_name[a:b].mean())))
+                    found.append(SpanReading(_span_types(b_mass, i_mass, a, b), float(no_name[a:b].mean())))
                 else:
                     found.append(None)
             out.append(found)
@@ -469,8 +467,7 @@ class NameTagger:
         open_log, on_log = np.log(opens + _FLOOR), np.log(goes_on + _FLOOR)
         tags = []
         for a, b, _name in bio_spans(where):
-            score = open_log[a] + on_log[a + 1 : b].sum(axis=0)
-            types = np.exp(score - score.max())
+            types = _span_types(open_log, on_log, a, b)
             kind = int(types.argmax())  # the first type of `kinds` on a tie
             tags.append(
                 Tag(
@@ -478,10 +475,19 @@ class NameTagger:
                     offsets[ends[b - 1] - 1][1],
                     self.kinds[kind],
                     float(1.0 - outside[a:b].mean()),
-                    float(types[kind] / types.sum()),
+                    float(types[kind]),
                 )
             )
         return tags
+
+
+def _span_types(open_log: np.ndarray, on_log: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The types' shares for words `a` to `b` (exclusive) read as one name, from each word's log mass per type
+    of opening a name (`open_log`) and of going on with one (`on_log`): B- at its first word, I- at each later
+    one, their product scaled to sum to 1 over the types."""
+    score = open_log[a] + on_log[a + 1 : b].sum(axis=0)
+    shares = np.exp(score - score.max())
+    return shares / shares.sum()
 
 
 def _export_precision(folder: Path) -> str:
