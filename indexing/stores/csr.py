@@ -38,14 +38,14 @@ def row_positions(indptr: np.ndarray, rows: np.ndarray, most: np.ndarray | None 
     return np.arange(total, dtype=np.int64) + np.repeat(starts - firsts, counts)
 
 
-def sorted_distinct(values: np.ndarray) -> np.ndarray:
-    """`np.unique(values)` (sorted, each value once) by a sort and a comparison of neighbours: numpy 2's
-    `unique` hashes first and was ~6x slower on the walk's few thousand node ids a round (its largest cost,
-    benchmarks/README.md, "Ten million")."""
-    ordered = np.sort(values)
-    if len(ordered) < 2:
-        return ordered
-    keep = np.empty(len(ordered), dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
+def distinct_by_slot(values: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """`values` (non-negative ints below `len(slot)`) each once, in no set order, without a sort: every
+    value's position is written into `slot`, and a value is kept where it reads back its own. Whichever
+    write of a repeated value lands, exactly one of its positions reads it back. `slot`: int32 scratch of
+    any content (what it held is overwritten before it is read). A sort of the walk's targets was most of
+    its time (benchmarks/README.md, "The walk's node ids without a sort")."""
+    if len(values) < 2:
+        return values
+    positions = np.arange(len(values), dtype=slot.dtype)
+    slot[values] = positions
+    return values[slot[values] == positions]

@@ -12,9 +12,11 @@ the reach of a restricted walk is. A node's mass is its estimate plus the share 
 it still holds (what its next push would keep).
 
 The rows of the transition matrix are stored heaviest edge first (`graph_weights.walk_matrices`), so the
-fanout is a prefix of each row. Dense per-node scratch (estimate, residual, a touched flag: 17 bytes a node)
+fanout is a prefix of each row. Dense per-node scratch (estimate, residual, a touched flag, a slot: 21 bytes a node)
 comes from a pool owned by the retriever, so a walk allocates nothing of the corpus' size; pages once
-touched stay resident, and every walk leaves them zeroed.
+touched stay resident, and every walk leaves the first three zeroed. A round's targets are deduplicated through an int32
+slot per node (`csr.distinct_by_slot`) instead of sorted: only the few it pushes next are
+sorted, so the sums come out in the same order and the walk's results are the same to the bit.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from hybridrag.indexing.stores.csr import row_lengths, row_positions, sorted_distinct
+from hybridrag.indexing.stores.csr import distinct_by_slot, row_lengths, row_positions
 from hybridrag.indexing.stores.graph_delta import GraphDelta
 from hybridrag.indexing.stores.graph_index import GraphIndex
 from hybridrag.indexing.stores.graph_weights import ARTICLE_WEIGHT, TITLE_WEIGHT
@@ -38,21 +40,22 @@ MAX_ROUNDS = 100  # a safeguard: with DAMPING 0.7 the residual above TOLERANCE i
 
 
 class Scratch:
-    """Zeroed per-node arrays for walks (estimate, residual, touched flag), reused: one set per walk running
-    at a time."""
+    """Per-node arrays for walks (estimate, residual, touched flag: zeroed; a slot for deduplication: any
+    content), reused: one set per walk running at a time."""
 
     def __init__(self, nodes: int) -> None:
         self._nodes = nodes
-        self._free: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._free: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._lock = threading.Lock()
 
-    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         with self._lock:
             if self._free:
                 return self._free.pop()
-        return np.zeros(self._nodes), np.zeros(self._nodes), np.zeros(self._nodes, dtype=bool)
+        n = self._nodes
+        return np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int32)
 
-    def give(self, arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    def give(self, arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
         with self._lock:
             self._free.append(arrays)
 
@@ -65,7 +68,7 @@ def walk(
     Returns (nodes, mass, restart vector) over the nodes the walk touched, in node order.
     """
     pool = scratch or Scratch(graph.node_count)
-    estimate, residual, seen = pool.take()
+    estimate, residual, seen, slot = pool.take()
     p_matrix = graph.transition
     seeds = np.array(sorted(restart), dtype=np.int64)
     p = np.array([restart[int(s)] for s in seeds], dtype=np.float64)
@@ -89,10 +92,11 @@ def walk(
             np.add.at(residual, targets, np.repeat(DAMPING * mass, counts) * p_matrix.data[positions])
             fresh = targets[~seen[targets]]
             if len(fresh):
-                fresh = sorted_distinct(fresh)
+                fresh = distinct_by_slot(fresh, slot)
                 seen[fresh] = True
                 touched.append(fresh)
-            active = sorted_distinct(targets[residual[targets] > TOLERANCE])
+            # Sorted as before: the next round's sums then run in the same order.
+            active = np.sort(distinct_by_slot(targets[residual[targets] > TOLERANCE], slot))
         nodes = np.sort(np.concatenate(touched))
         mass = estimate[nodes] + (1.0 - DAMPING) * residual[nodes]
     finally:
@@ -100,7 +104,7 @@ def walk(
             estimate[node_list] = 0.0
             residual[node_list] = 0.0
             seen[node_list] = False
-        pool.give((estimate, residual, seen))
+        pool.give((estimate, residual, seen, slot))
     restart_vector = np.zeros(len(nodes))
     restart_vector[np.searchsorted(nodes, seeds)] = p
     return nodes, mass, restart_vector
