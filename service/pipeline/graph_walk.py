@@ -12,11 +12,12 @@ the reach of a restricted walk is. A node's mass is its estimate plus the share 
 it still holds (what its next push would keep).
 
 The rows of the transition matrix are stored heaviest edge first (`graph_weights.walk_matrices`), so the
-fanout is a prefix of each row. Dense per-node scratch (estimate, residual, a touched flag, a slot: 21 bytes a node)
-comes from a pool owned by the retriever, so a walk allocates nothing of the corpus' size; pages once
-touched stay resident, and every walk leaves the first three zeroed. A round's targets are deduplicated through an int32
-slot per node (`csr.distinct_by_slot`) instead of sorted: only the few it pushes next are
-sorted, so the sums come out in the same order and the walk's results are the same to the bit.
+fanout is a prefix of each row. Dense per-node scratch (estimate, residual, a slot: 20 bytes a node) comes
+from a pool owned by the retriever, so a walk allocates nothing of the corpus' size; pages once touched stay
+resident, and every walk leaves the estimate and residual zeroed. A round's targets are deduplicated through
+the int32 slot (`csr.distinct_by_slot`) instead of sorted, and the nodes the walk reached are its rounds'
+targets deduplicated once at its end: only the few a round pushes next are sorted, so every sum runs in the
+same order as with a sort's dedupe and the walk's results are the same to the bit.
 """
 
 from __future__ import annotations
@@ -40,22 +41,21 @@ MAX_ROUNDS = 100  # a safeguard: with DAMPING 0.7 the residual above TOLERANCE i
 
 
 class Scratch:
-    """Per-node arrays for walks (estimate, residual, touched flag: zeroed; a slot for deduplication: any
-    content), reused: one set per walk running at a time."""
+    """Per-node arrays for walks (estimate and residual: zeroed; a slot for deduplication: any content),
+    reused: one set per walk running at a time."""
 
     def __init__(self, nodes: int) -> None:
         self._nodes = nodes
-        self._free: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._free: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._lock = threading.Lock()
 
-    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         with self._lock:
             if self._free:
                 return self._free.pop()
-        n = self._nodes
-        return np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int32)
+        return np.zeros(self._nodes), np.zeros(self._nodes), np.zeros(self._nodes, dtype=np.int32)
 
-    def give(self, arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> None:
+    def give(self, arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         with self._lock:
             self._free.append(arrays)
 
@@ -68,15 +68,15 @@ def walk(
     Returns (nodes, mass, restart vector) over the nodes the walk touched, in node order.
     """
     pool = scratch or Scratch(graph.node_count)
-    estimate, residual, seen, slot = pool.take()
+    estimate, residual, slot = pool.take()
     p_matrix = graph.transition
     seeds = np.array(sorted(restart), dtype=np.int64)
     p = np.array([restart[int(s)] for s in seeds], dtype=np.float64)
     p /= p.sum()
-    touched = [seeds]  # each node once, in the order first reached
+    reached = [seeds]  # every round's targets, repeats and all
+    nodes: np.ndarray | None = None
     try:
         residual[seeds] = p
-        seen[seeds] = True
         active = seeds[p > TOLERANCE]
         for _ in range(MAX_ROUNDS):
             if not len(active):
@@ -90,21 +90,16 @@ def walk(
             positions = row_positions(p_matrix.indptr, active, most)
             targets = np.asarray(p_matrix.indices[positions], dtype=np.int64)
             np.add.at(residual, targets, np.repeat(DAMPING * mass, counts) * p_matrix.data[positions])
-            fresh = targets[~seen[targets]]
-            if len(fresh):
-                fresh = distinct_by_slot(fresh, slot)
-                seen[fresh] = True
-                touched.append(fresh)
-            # Sorted as before: the next round's sums then run in the same order.
+            reached.append(targets)
+            # Sorted, as a sort's dedupe left them: the next round's sums then run in the same order.
             active = np.sort(distinct_by_slot(targets[residual[targets] > TOLERANCE], slot))
-        nodes = np.sort(np.concatenate(touched))
+        nodes = np.sort(distinct_by_slot(np.concatenate(reached), slot))
         mass = estimate[nodes] + (1.0 - DAMPING) * residual[nodes]
     finally:
-        for node_list in touched:
-            estimate[node_list] = 0.0
-            residual[node_list] = 0.0
-            seen[node_list] = False
-        pool.give((estimate, residual, seen, slot))
+        written = nodes if nodes is not None else np.concatenate(reached)
+        estimate[written] = 0.0
+        residual[written] = 0.0
+        pool.give((estimate, residual, slot))
     restart_vector = np.zeros(len(nodes))
     restart_vector[np.searchsorted(nodes, seeds)] = p
     return nodes, mass, restart_vector
