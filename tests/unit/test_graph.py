@@ -1202,7 +1202,7 @@ def test_walk_paths_match_node_by_node_references(
 
 def test_distinct_by_slot_keeps_each_value_once() -> None:
     """The walk's dedupe of node ids gives `np.unique`'s values (in some order), its dtype kept, whatever
-    the slot held before, and a walk with it gives the sorted dedupe's results to the bit."""
+    the slot held before."""
     from hybridrag.indexing.stores.csr import distinct_by_slot
 
     rng = np.random.default_rng(0)
