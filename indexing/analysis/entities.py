@@ -86,6 +86,10 @@ _PLACE_SUFFIX_EN = frozenset(
 )
 _PLACE_PREFIX_EN = frozenset("mount lake cape fort port isle".split())
 _SEQUEL = re.compile(r"^(?:[ivxl]+|\d+)$")  # "World War II", "Apollo 13"
+# The endings zoology and botany give the names of families, subfamilies, orders and the like.
+_TAXON = re.compile(
+    r"^[A-Z][a-z]{2,}(?:idae|inae|aceae|oideae|oidea|morpha|morphae|formes|phyta|mycota|opsida)$"
+)
 _NUMBER = re.compile(r"^\d{1,4}$")
 # A word after one capitalised name that makes it someone's: a result or a thing named after a person
 # ("Hilbert space", "Fourier transform", "Lewis acid"); after a possessive, also these ("Raoult's law",
@@ -93,11 +97,22 @@ _NUMBER = re.compile(r"^\d{1,4}$")
 _EPONYM_NOUNS = frozenset(
     (
         "theorem theorems lemma conjecture equation equations inequality integral transform operator space "
-        "spaces symbol constant polynomial polynomials principle paradox acid filter filters effect"
+        "spaces symbol constant polynomial polynomials principle paradox acid filter filters effect "
+        # mathematics' and the sciences' other things named after someone ("Galois theory", "Cartan
+        # matrix", "Rayleigh scattering", "Krebs cycle")
+        "theory symbols constants coefficient coefficients number numbers numbering numberings matrix matrices "
+        "metric diagram diagrams algebra algebras energy arithmetic graph graphs quaternion quaternions "
+        "identity decomposition formula lattice manifold approximation expansion criterion limit radius "
+        "scattering reaction plot scale cycle"
     ).split()
 )
 _EPONYM_POSSESSIVE_NOUNS = frozenset("law laws disease syndrome hypothesis".split())
-_EPONYM_NEXT = re.compile(r"(\s*['’]s)?\s+([a-z]+)\b")
+# Of those, the ones that are verbs too: after a word between ("the Tigris rivers transform"), not a name's.
+_EPONYM_VERBS = frozenset(
+    "transform filter filters effect number numbers limit scale cycle plot graph".split()
+)
+# The one or two words after the name, after a possessive if there is one ("Hess' law" too).
+_EPONYM_NEXT = re.compile(r"(\s*['’]s?)?\s+([a-z]+)\b(?:\s+([a-z]+)\b)?")
 _PLACE_PREP = frozenset("in at from near to across".split())
 # The words that say what a name is by being its head or its first word; alone they name nothing ("the
 # olympics" does: one event).
@@ -141,7 +156,8 @@ _CAP_SEQ = re.compile(
 )
 # Era markers beside a year ("322 BC", "AD 79") are no names (WikiNEuRal's gold: 15 of 15).
 _ERAS = frozenset("bc ad bce ce b.c. a.d. b.c.e. c.e.".split())
-_DIGIT_BEFORE = re.compile(r"\d\s*$")
+# What an era follows: a year, or the century or millennium it counts ("the first century BC").
+_ERA_BEFORE = re.compile(r"(?:\d|\b(?:century|centuries|millennium|millennia))\s*$", re.IGNORECASE)
 _DIGIT_AFTER = re.compile(r"\s*\d")
 DISAMBIGUATION = re.compile(r"\s*\([^()]*\)\s*$")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -212,6 +228,10 @@ class NameSpan(NamedTuple):
     # the part "Apollo"); a joining word between two ("Trinidad and Tobago": "Trinidad", "Tobago").
     parts: tuple[NameSpan, ...] = ()
     link: tuple[int, int] = (0, 0)
+    # The words at `link` are the sentence's first word, capitalised perhaps only for that
+    # (`EntityExtractor._first_word_candidate`): the name is `parts` where the tagger is sure they are no
+    # name's (`FIRST_WORD_MIN_OUTSIDE`), else whole.
+    first_word: bool = False
 
 
 TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a headline, not a name
@@ -243,8 +263,12 @@ RULES_REVISION = 9
 # (2026-12-05): there, a quoted phrase of two words or more is a title, one name (`_case_free_titles`), and a
 # name of digits alone is none ("2002"). 13 (2026-12-06): there, the tagger bounds names by their words' mass of
 # any name before it types them (`NameTagger._decode`), and a name it cannot type is none
-# (`TAG_MIN_TYPE_CONFIDENCE`).
-ENGLISH_RULES_REVISION = 13
+# (`TAG_MIN_TYPE_CONFIDENCE`). 14 (2026-12-06): more words after a name make it someone's ("Galois theory",
+# "Cartan matrix"; a word may stand between, "Helmholtz free energy"; "Hess' law"), a zoological or botanical
+# family is `other` ("Kotlassiidae": `_TAXON`), an era after a century is no name ("the first century BC"), and
+# a name's first word at the sentence's start is left out where the tagger is sure it is no name's ("Besides
+# Amasia": `_first_word_candidate`, `FIRST_WORD_MIN_OUTSIDE`).
+ENGLISH_RULES_REVISION = 14
 # The same for what is done to the Japanese names after the rules and the tagger, which the tagger does not
 # read either. 1 (2026-12-05): a place's people are `other` ("日本人", "東京都民": `ja_rules.people_of_places`).
 JAPANESE_TYPES_REVISION = 1
@@ -299,6 +323,10 @@ INITIAL_NAME_MAX_OUTSIDE = 0.5
 # names whose own words settle them. CoNLL-2003 and WikiANN train (first 3,000 sentences each), typed F1:
 # 0.859 -> 0.861 and 0.491 -> 0.495.
 LINK_MAX_OUTSIDE = 0.5
+# A name's first word that starts its sentence is left out of it where the tagger's "O" probability for it
+# is at least this ("Besides Amasia": 0.998, "Teammate Russell Ingall": 1.0), and kept where the tagger is
+# less sure ("Guru Dutt": 0.58, "Worldwide Pants": 0.69, "National Register of Historic Places": 0.58-0.90).
+FIRST_WORD_MIN_OUTSIDE = 0.95
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
 
@@ -431,7 +459,7 @@ class EntityExtractor:
         """What finds and types the mentions: the rules' revision, the typer's weights (titles, and every
         English name when there is no tagger), the English tagger's and what it does, the case-less one's, and
         the Japanese tagger's
-        ("rules-9-en13-ja1+typer-…+tagger-…-types-gated-initials-links+tagger-…-caseless+ja-…", digests of
+        ("rules-9-en14-ja1+typer-…+tagger-…-types-gated-initials-links+tagger-…-caseless+ja-…", digests of
         the weights). An index records it (`index regraph --reextract` brings one extracted by
         another up to date)."""
         return extraction_version(
@@ -615,7 +643,7 @@ class EntityExtractor:
         asked = {
             s: spans
             for s, spans in cased.items()
-            if any(_model_typed(span) or span.initial or span.parts for span in spans)
+            if any(_model_typed(span) or span.initial or span.parts or span.first_word for span in spans)
         }
         if not asked:
             return {}
@@ -628,7 +656,7 @@ class EntityExtractor:
                 + [
                     at
                     for sp in asked[s]
-                    if sp.parts
+                    if sp.parts or sp.first_word
                     for at in (*((p.start, p.end) for p in sp.parts), sp.link)
                 ]
                 for s in sentences
@@ -647,7 +675,7 @@ class EntityExtractor:
         are theirs, one a span."""
         settled: dict[str, list[SpanReading | None]] = dict(read)
         for sentence, spans in cased.items():
-            if not any(span.parts for span in spans):
+            if not any(span.parts or span.first_word for span in spans):
                 continue
             readings = read.get(sentence)
             extra = iter(readings[len(spans) :] if readings is not None else ())
@@ -655,7 +683,7 @@ class EntityExtractor:
             kept_read: list[SpanReading | None] = []
             for k, span in enumerate(spans):
                 whole = readings[k] if readings is not None else None
-                if not span.parts:
+                if not span.parts and not span.first_word:
                     kept.append(span)
                     kept_read.append(whole)
                     continue
@@ -663,7 +691,11 @@ class EntityExtractor:
                     [next(extra) for _ in span.parts] if readings is not None else [None] * len(span.parts)
                 )
                 link = next(extra) if readings is not None else None
-                if link is not None and link.outside <= LINK_MAX_OUTSIDE:
+                if span.first_word:
+                    one = link is None or link.outside < FIRST_WORD_MIN_OUTSIDE
+                else:
+                    one = link is not None and link.outside <= LINK_MAX_OUTSIDE
+                if one:
                     kept.append(span._replace(parts=()))
                     kept_read.append(whole)
                 else:
@@ -794,7 +826,7 @@ class EntityExtractor:
             begin = match.start() + group.find(words[0])
             before = sentence[:begin]
             if phrase.lower() in _ERAS and (
-                _DIGIT_BEFORE.search(before) or _DIGIT_AFTER.match(sentence, begin + len(phrase))
+                _ERA_BEFORE.search(before) or _DIGIT_AFTER.match(sentence, begin + len(phrase))
             ):
                 continue
             kept = before.rstrip()
@@ -840,7 +872,46 @@ class EntityExtractor:
                 )
             found.append(span)
         found = _with_legal_forms(sentence, found)
-        return self._joined(sentence, found) if links and not title_case else found
+        if not links or title_case:
+            return found
+        titles = set(quoted)  # a quoted title is one name as it stands
+        return [
+            span if (span.start, span.end) in titles else self._first_word_candidate(sentence, span)
+            for span in self._joined(sentence, found)
+        ]
+
+    def _first_word_candidate(self, sentence: str, span: NameSpan) -> NameSpan:
+        """A name of capitalised words that starts its sentence, as a candidate for the tagger
+        (`_settle_links`): its first word may be capitalised only because the sentence starts there
+        ("Besides Amasia", "Actors Barbra Streisand") or may be the name's ("New York"). Its part is the
+        name without that word. Not a name with a small word after its first ("Port of Spain"), a title's,
+        one the lexicon knows whole ("United States"), or one already settled otherwise."""
+        words = span.name.split()
+        if (
+            len(words) < 2
+            or span.titled
+            or span.parts
+            or packaged_lexicon().get(span.name.lower()) is not None
+            or not words[1][:1].isupper()
+            or sentence[span.start : span.start + len(words[0])] != words[0]
+            or sentence[: span.start].rstrip()[-1:] not in ("", *_OPENERS)
+        ):
+            return span
+        # What is left starts the sentence in its turn: without a leading small word ("RESULTS We ..."),
+        # and, if one word, a name only where the tagger reads one (`NameSpan.initial`).
+        rest = words[1:]
+        while rest and _function_word(rest[0]):
+            rest = rest[1:]
+        parts: tuple[NameSpan, ...] = ()
+        if rest:
+            begin = sentence.find(rest[0], span.start + len(words[0]))
+            if begin < 0 or begin >= span.end:
+                return span
+            sure = self.sure_type(rest)
+            kind = sure if sure is not None else self._context_type(rest, sentence[:begin].rstrip(), False)
+            alone = len(rest) == 1 and not _ACRONYM.fullmatch(rest[0])
+            parts = (NameSpan(" ".join(rest), begin, span.end, kind, False, sure is not None, alone),)
+        return span._replace(parts=parts, link=(span.start, span.start + len(words[0])), first_word=True)
 
     def _joined(self, sentence: str, found: list[NameSpan]) -> list[NameSpan]:
         """Two names with only a joining word between them ("and", "for", "of the") become a candidate of one
@@ -926,6 +997,10 @@ class EntityExtractor:
         # A name with a number at its end is a thing's: a mission, a product, an event ("Apollo 13",
         # "Xbox 360", "Euro 96"), as CoNLL-2003's gold labels have it 37 times in 44.
         if len(lowered) > 1 and _NUMBER.match(lowered[-1]):
+            return OTHER
+        # A family, a subfamily or an order of living things is no organisation and no place
+        # ("Kotlassiidae", "Scrophulariaceae", "Araneomorphae").
+        if len(words) == 1 and _TAXON.match(words[0]):
             return OTHER
         return None
 
@@ -1067,9 +1142,20 @@ def _eponym(sentence: str, end: int, word: str) -> bool:
     after = _EPONYM_NEXT.match(sentence, end)
     if after is None:
         return False
-    possessive = after.group(1) is not None or word.endswith(("'s", "’s"))
-    noun = after.group(2)
-    return noun in _EPONYM_NOUNS or (possessive and noun in _EPONYM_POSSESSIVE_NOUNS)
+    possessive = after.group(1) is not None or word.endswith(("'s", "’s", "'", "’"))
+    first, second = after.group(2), after.group(3)
+
+    def named(noun: str) -> bool:
+        return noun in _EPONYM_NOUNS or (possessive and noun in _EPONYM_POSSESSIVE_NOUNS)
+
+    # A word may stand between them ("Pauli exclusion principle", "Helmholtz free energy"), not a joining
+    # one, and then the noun is no verb.
+    return named(first) or (
+        second is not None
+        and first not in ENGLISH_STOPWORDS
+        and second not in _EPONYM_VERBS
+        and named(second)
+    )
 
 
 def _model_typed(span: NameSpan) -> bool:

@@ -589,7 +589,9 @@ def test_what_reaches_the_tagger() -> None:
     # name only, so it is not asked.
     assert [text for text, _spans in recording.typed[0]] == [sentence]
     spans = recording.typed[0][0][1]
-    assert [sentence[a:b] for a, b in spans] == ["Alice Smith", "Bob", "Paris"]
+    # After the names, the name that starts the sentence without its first word, then that word
+    # (`_first_word_candidate`).
+    assert [sentence[a:b] for a, b in spans] == ["Alice Smith", "Bob", "Paris", "Smith", "Alice"]
     assert [m.surface for m in found[1]] == ["zoe", "東京"] and [m.surface for m in found[2]] == ["zoe"]
     assert {m.surface: m.type for m in found[0]} == {
         "Alice Smith": "organization",
@@ -1096,6 +1098,58 @@ def test_a_lone_first_word_is_a_name_only_where_the_tagger_reads_one() -> None:
     assert [m.surface for m in EntityExtractor(ANALYZER, tagger=tagger).extract_title("Shares")] == ["Shares"]  # type: ignore[arg-type]
 
 
+def test_a_first_word_that_only_starts_the_sentence_is_left_out_of_the_name() -> None:
+    """A name of several capitalised words that starts its sentence ("Besides Amasia", "Teammate Russell
+    Ingall") loses its first word where the tagger's "O" probability for that word is at least
+    `FIRST_WORD_MIN_OUTSIDE`, and is whole otherwise ("Guru Dutt"), as it is within a sentence, after a
+    small word ("Port of Spain"), in a quoted title and without the tagger's types."""
+    from hybridrag.indexing.analysis.entities import FIRST_WORD_MIN_OUTSIDE
+
+    outside = {
+        "Besides": 0.998,
+        "Guru": 0.58,
+        "Twelver": FIRST_WORD_MIN_OUTSIDE,
+        "Nearly": 0.94,
+        "RESULTS": 0.99,
+        "BACKGROUND": 0.99,
+        "Patients": 0.9,
+    }
+
+    def read(text: str, a: int, b: int) -> SpanReading:
+        types = np.array([0.0, 0.0, 1.0, 0.0], dtype=np.float32)  # person
+        return SpanReading(types, outside.get(text[a:b], 0.0))
+
+    tagger = _ReadingTagger(read)
+    text = (
+        "Besides Amasia Smith, few came. Guru Dutt was overlooked. Twelver Jones spoke. "
+        "Nearly Anna Brown left. Port of Spain grew. He met Besides Amasia there."
+    )
+    found = EntityExtractor(ANALYZER, tagger=tagger).extract(text)  # type: ignore[arg-type]
+    assert [m.surface for m in found] == [
+        "Amasia Smith",
+        "Guru Dutt",
+        "Jones",
+        "Nearly Anna Brown",
+        "Port of Spain",
+        "Besides Amasia",
+    ]
+    # What is left starts the sentence in its turn: a small word there is no name's, and one word is a
+    # name only where the tagger reads one (`INITIAL_NAME_MAX_OUTSIDE`).
+    labelled = "RESULTS We found it. BACKGROUND Patients came. BACKGROUND Acme grew."
+    found = EntityExtractor(ANALYZER, tagger=tagger).extract(labelled)  # type: ignore[arg-type]
+    assert [m.surface for m in found] == ["Acme"]
+    for without in (
+        EntityExtractor(ANALYZER, tagger=tagger, tagger_types=False),  # type: ignore[arg-type]
+        EntityExtractor(ANALYZER, rules_only=True),
+    ):
+        assert "Besides Amasia Smith" in [m.surface for m in without.extract(text)]
+    # A quoted title's words follow an opening quote, where a capital may start a sentence: it stays whole.
+    sentence = 'He sang " Besides Amasia Smith " there.'
+    assert [m.surface for m in EntityExtractor(ANALYZER, tagger=tagger).extract(sentence)] == [  # type: ignore[arg-type]
+        "Besides Amasia Smith"
+    ]
+
+
 def test_a_number_or_a_joining_word_links_names_where_the_tagger_reads_it_so() -> None:
     """A number written after a name and before a lower-case word or a clause's end is a candidate for the
     name ("Apollo 13"), as is a joining word between two names ("Temple of the Dog"); it is kept where the
@@ -1167,6 +1221,13 @@ def test_a_number_or_a_joining_word_links_names_where_the_tagger_reads_it_so() -
         ("Moreirense F.C.", "organization"),  # a club's initialism, after its name or before
         ("FC Pune City", "organization"),
         ("Pune City", "place"),
+        # A family, a subfamily or an order of living things
+        ("Kotlassiidae", "other"),
+        ("Scrophulariaceae", "other"),
+        ("Araneomorphae", "other"),
+        ("Cryptocephalinae", "other"),
+        ("Gonzales", None),  # a surname, whatever its ending
+        ("Idae", None),
     ],
 )
 def test_a_names_own_words_settle_its_type(words: str, kind: str | None) -> None:
@@ -1181,9 +1242,20 @@ def test_a_names_own_words_settle_its_type(words: str, kind: str | None) -> None
         ("By Raoult 's law , some of it will vaporize .", "Raoult", "person"),
         ("He has had Parkinson's disease since 2001.", "Parkinson's", "person"),
         ("It follows from the Fourier transform of the signal.", "Fourier", "person"),
+        ("For example, Galois theory links fields and groups.", "Galois", "person"),
+        ("It forms the Cartan matrix of the algebra.", "Cartan", "person"),
+        # A word may stand between the name and the thing ...
+        ("It is the Helmholtz free energy of the system.", "Helmholtz", "person"),
+        ("It obeys the Pauli exclusion principle there.", "Pauli", "person"),
+        # ... and a possessive may have no "s".
+        ("This is known as Hess' law.", "Hess'", "person"),
+        ("This is known as Hess ' law .", "Hess", "person"),
         # Not a word that makes a name someone's, or one that does so only after a possessive.
         ("He installed a Debian distribution there.", "Debian", None),
         ("It broke Acme law in 2001.", "Acme", None),
+        # Not a joining word between them, nor a verb after a word between ("rivers transform").
+        ("He saw Lyon and theory met practice.", "Lyon", None),
+        ("Its waters and Tigris rivers transform the plain.", "Tigris", None),
     ],
 )
 def test_a_name_before_a_word_named_after_someone_is_a_persons(
@@ -1208,6 +1280,8 @@ def test_a_name_before_a_word_named_after_someone_is_a_persons(
         ("Its ΔG in Paris was low.", ["Paris"]),
         # An era beside a year is no name.
         ("It was fought in 322 BC near Amorgos, and Pompeii in AD 79.", ["Amorgos", "Pompeii"]),
+        # So is one after the century it counts.
+        ("By the first century BC, Zoroastrianism had spread to Armenia.", ["Zoroastrianism", "Armenia"]),
         ("He worked for AD Industries in 500 B.C. and after.", ["AD Industries"]),
     ],
 )
@@ -1261,19 +1335,28 @@ def test_the_packaged_tagger_links_names_by_a_number_or_a_joining_word() -> None
 
 def test_the_packaged_tagger_finds_a_name_that_starts_a_sentence() -> None:
     """With the shipped tagger, "Einstein" starting a sentence is a person and "Toyota" an organisation;
-    "Researchers" and "However" starting theirs are no names."""
+    "Researchers" and "However" starting theirs are no names. "Teammate" and "Besides" before a name at a
+    sentence's start are not the name's; "New York" and "Guy Ritchie" keep their first words."""
     extractor = EntityExtractor(ANALYZER)
     found = extractor.extract_many(
         [
             "Einstein was born in Ulm.",
             "Toyota makes cars in Japan.",
             "Researchers found that Paris grew. However, Smith disagreed.",
+            "Teammate Russell Ingall finished second in the championship.",
+            "Besides Amasia and a few other cities, the interior was dominated by villages.",
+            "New York is a large city.",
+            "Guy Ritchie directed the film in London.",
         ]
     )
     assert [[(m.surface, m.type) for m in one] for one in found] == [
         [("Einstein", "person"), ("Ulm", "place")],
         [("Toyota", "organization"), ("Japan", "place")],
         [("Paris", "place"), ("Smith", "person")],
+        [("Russell Ingall", "person")],
+        [("Amasia", "place")],
+        [("New York", "place")],
+        [("Guy Ritchie", "person"), ("London", "place")],
     ]
 
 
