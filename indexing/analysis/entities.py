@@ -267,8 +267,9 @@ RULES_REVISION = 9
 # "Cartan matrix"; a word may stand between, "Helmholtz free energy"; "Hess' law"), a zoological or botanical
 # family is `other` ("Kotlassiidae": `_TAXON`), an era after a century is no name ("the first century BC"), and
 # a name's first word at the sentence's start is left out where the tagger is sure it is no name's ("Besides
-# Amasia": `_first_word_candidate`, `FIRST_WORD_MIN_OUTSIDE`).
-ENGLISH_RULES_REVISION = 14
+# Amasia": `_first_word_candidate`, `FIRST_WORD_MIN_OUTSIDE`). 15 (2026-12-06): the things named after someone
+# and the families of living things type the tagger's names in sentences without letter case too (`_case_free`).
+ENGLISH_RULES_REVISION = 15
 # The same for what is done to the Japanese names after the rules and the tagger, which the tagger does not
 # read either. 1 (2026-12-05): a place's people are `other` ("日本人", "東京都民": `ja_rules.people_of_places`).
 JAPANESE_TYPES_REVISION = 1
@@ -459,7 +460,7 @@ class EntityExtractor:
         """What finds and types the mentions: the rules' revision, the typer's weights (titles, and every
         English name when there is no tagger), the English tagger's and what it does, the case-less one's, and
         the Japanese tagger's
-        ("rules-9-en14-ja1+typer-…+tagger-…-types-gated-initials-links+tagger-…-caseless+ja-…", digests of
+        ("rules-9-en15-ja1+typer-…+tagger-…-types-gated-initials-links+tagger-…-caseless+ja-…", digests of
         the weights). An index records it (`index regraph --reextract` brings one extracted by
         another up to date)."""
         return extraction_version(
@@ -588,7 +589,9 @@ class EntityExtractor:
         lexicon name gives way to it. The longer name first: WikiNEuRal dev lower- / upper-cased typed F1
         0.6782 / 0.6856 -> 0.6941 / 0.7018 (CoNLL-2003 train, first 3,000 sentences, +0.034 / +0.021). A
         quoted title (`_case_free_titles`) takes the place of the names inside it, unless one of them is all
-        of it, and gives way to a name across its quotes. A name needs a letter ("2002" is none)."""
+        of it, and gives way to a name across its quotes. A name needs a letter ("2002" is none). One word
+        before a thing named after someone is a person's ("hilbert space": `_eponym`), and a family of living
+        things is `other` (`_TAXON`), as with letter case."""
         known = _lexicon_spans(sentence)
         ordinary = ordinary_words()
         sure: list[tuple[int, int, str]] = []
@@ -602,7 +605,16 @@ class EntityExtractor:
                 and _LETTER.search(name)
                 and name.lower() not in _HEAD_WORDS
             ):
-                sure.append((start, end, tag.type))
+                kind = tag.type
+                # As with letter case: one word before a thing named after someone is a person's
+                # ("hilbert space"), a family of living things is `other` ("kotlassiidae"); a word the
+                # lexicon knows keeps its type ("roman numbers").
+                if " " not in name.strip() and packaged_lexicon().get(name.lower()) is None:
+                    if _eponym(sentence.lower(), end, name.lower()):
+                        kind = PERSON
+                    elif _TAXON.match(name[:1].upper() + name[1:].lower()):
+                        kind = OTHER
+                sure.append((start, end, kind))
         # "new york city", "united states air force academy", "new france": as capitals would read them.
         known = [
             (s, e, k)

@@ -770,6 +770,42 @@ def test_a_case_less_name_the_tagger_cannot_type_is_no_name() -> None:
     assert {m.surface: m.type for m in extractor.extract(sentence)} == {"hiroshi tanaka": "person"}
 
 
+def test_a_case_less_name_before_a_thing_named_after_someone_is_a_persons() -> None:
+    """Without letter case as with it: one word before a thing named after someone is a person's ("hilbert
+    space", "galois theory"), and a family of living things is `other`, whatever type the tagger gave; a
+    name of two words, or one before no such thing, keeps the tagger's."""
+    sentences = [
+        "it acts on a hilbert space and uses galois theory.",
+        "IT ACTS ON A HILBERT SPACE AND USES GALOIS THEORY.",
+        "the spiders of kotlassiidae met acme corp in zorbia.",
+    ]
+    tagged = {
+        "hilbert": "organization",
+        "galois": "other",
+        "kotlassiidae": "place",
+        "acme corp": "organization",
+        "zorbia": "place",
+    }
+
+    class Tagging:
+        version, kinds = "tagger-tagging", ("person", "organization", "place", "other")
+
+        def tag(self, texts: list[str]) -> list[list[Tag]]:
+            return [
+                [
+                    Tag(t.lower().index(name), t.lower().index(name) + len(name), kind, 0.99, 0.99)
+                    for name, kind in tagged.items()
+                    if name in t.lower()
+                ]
+                for t in texts
+            ]
+
+    extractor = EntityExtractor(ANALYZER, caseless=Tagging())  # type: ignore[arg-type]
+    found = [{m.surface.lower(): m.type for m in extractor.extract(s)} for s in sentences]
+    assert found[0] == found[1] == {"hilbert": "person", "galois": "person"}
+    assert found[2] == {"kotlassiidae": "other", "acme corp": "organization", "zorbia": "place"}
+
+
 def test_a_case_less_name_cut_at_a_hyphen_is_made_whole() -> None:
     """The tagger's words end at every hyphen, so in text without letter case it tags pieces of hyphenated
     names ("bcl-" of "bcl-2", "-gamma" of "ifn-gamma", "-" alone): such a name takes the letters and digits
