@@ -171,6 +171,13 @@ _TITLE_SMALL_WORDS = frozenset(
     "a an the of for with in on at to and or from by as into is be are my your our me you it not no but so".split()
 )
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,6}s?\b")
+# A heading's label in capitals (`EntityExtractor._label_end`): its words, and the words that join them.
+LABEL_MIN_LETTERS = 4
+_LABEL_WORD = re.compile(rf"[A-Z]{{{LABEL_MIN_LETTERS},}}")
+_LABEL_START = re.compile(rf"\s*[A-Z]{{{LABEL_MIN_LETTERS},}}\b")
+_LABEL_JOINERS = frozenset({"AND", "OR", "OF", "&", ","})
+_SPACED = re.compile(r"\S+")
+_CAPITALS_WORD = re.compile(r"\W*[A-Z][^a-z]*[A-Z][^a-z]*")  # two capitals or more and no small letter
 # A year written between "the" (or a possessive) and an event's name: the year is the name's ("the 2010 FIFA
 # World Cup", "Yugoslavia's 1990 World Cup"), as Wikipedia names such events.
 _LEADING_YEAR = re.compile(r"(?:\b[Tt]he|['’]s)\s+((?:1\d|20)\d\d)\s+$")
@@ -232,6 +239,9 @@ class NameSpan(NamedTuple):
     # (`EntityExtractor._first_word_candidate`): the name is `parts` where the tagger is sure they are no
     # name's (`FIRST_WORD_MIN_OUTSIDE`), else whole.
     first_word: bool = False
+    # Those words are a heading's label in capitals (`EntityExtractor._label_end`), left out where the tagger
+    # reads them as more likely no name's than a name's (`LABEL_MIN_OUTSIDE`).
+    label: bool = False
 
 
 TITLE_NAME_MAX_WORDS = 6  # a longer title in a casing that says nothing is a headline, not a name
@@ -269,7 +279,10 @@ RULES_REVISION = 9
 # a name's first word at the sentence's start is left out where the tagger is sure it is no name's ("Besides
 # Amasia": `_first_word_candidate`, `FIRST_WORD_MIN_OUTSIDE`). 15 (2026-12-06): the things named after someone
 # and the families of living things type the tagger's names in sentences without letter case too (`_case_free`).
-ENGLISH_RULES_REVISION = 15
+# 16 (2026-12-06): a heading's label in capitals that opens a sentence ("MAIN OUTCOME MEASURES The ...",
+# "RESULTS 20 of the 29 cases ...") is no name where the tagger reads it as none (`_label_end`,
+# `LABEL_MIN_OUTSIDE`).
+ENGLISH_RULES_REVISION = 16
 # The same for what is done to the Japanese names after the rules and the tagger, which the tagger does not
 # read either. 1 (2026-12-05): a place's people are `other` ("日本人", "東京都民": `ja_rules.people_of_places`).
 JAPANESE_TYPES_REVISION = 1
@@ -328,6 +341,12 @@ LINK_MAX_OUTSIDE = 0.5
 # is at least this ("Besides Amasia": 0.998, "Teammate Russell Ingall": 1.0), and kept where the tagger is
 # less sure ("Guru Dutt": 0.58, "Worldwide Pants": 0.69, "National Register of Historic Places": 0.58-0.90).
 FIRST_WORD_MIN_OUTSIDE = 0.95
+# A heading's label in capitals is left out where the tagger's mean "O" probability over its words (in the
+# name) is at least this: more likely no name's than a name's. Written in capitals and common words
+# (`EntityExtractor._label_end`), a label is seldom a name; the tagger keeps those that are ("NASCAR Kart
+# Racing is ...": 0.03). SciFact's corpus, 4,033 labels: 3,871 at 0.95 or more, 139 from 0.5 ("CONTEXT", "TRIAL
+# REGISTRATION", "DATA SOURCES"; "FISH" and "FLAIR" too), 23 below ("COSMIC", "STAR", "CONTEXT").
+LABEL_MIN_OUTSIDE = 0.5
 _WORD_RUN = re.compile(r"[^\W\d_]{2,}")  # two letters in a row
 
 
@@ -704,7 +723,8 @@ class EntityExtractor:
                 )
                 link = next(extra) if readings is not None else None
                 if span.first_word:
-                    one = link is None or link.outside < FIRST_WORD_MIN_OUTSIDE
+                    gate = LABEL_MIN_OUTSIDE if span.label else FIRST_WORD_MIN_OUTSIDE
+                    one = link is None or link.outside < gate
                 else:
                     one = link is not None and link.outside <= LINK_MAX_OUTSIDE
                 if one:
@@ -810,6 +830,7 @@ class EntityExtractor:
         `NameSpan.parts`, for the tagger to decide (`_settle_links`)."""
         found = self._quoted_titles(sentence)
         quoted = [(span.start, span.end) for span in found]
+        label = self._label_end(sentence) if links and not title_case else 0
         for match in _CAP_SEQ.finditer(sentence):
             if any(a < match.end() and match.start() < b for a, b in quoted):
                 continue  # a word of a quoted title
@@ -870,7 +891,10 @@ class EntityExtractor:
             if year is not None:
                 phrase, begin, initial = f"{year.group(1)} {phrase}", year.start(1), False
             span = NameSpan(phrase, begin, end, kind, title, sure is not None, initial)
-            number = _TRAILING_NUMBER.match(sentence, end) if links and not title_case else None
+            # Not a heading label's number: "RESULTS 20 of the 29 cases" counts cases (`_label_end`).
+            number = (
+                _TRAILING_NUMBER.match(sentence, end) if links and not title_case and begin >= label else None
+            )
             if number is not None:
                 numbered = self.sure_type([*words, number.group(1)])
                 span = span._replace(
@@ -888,18 +912,50 @@ class EntityExtractor:
             return found
         titles = set(quoted)  # a quoted title is one name as it stands
         return [
-            span if (span.start, span.end) in titles else self._first_word_candidate(sentence, span)
+            span if (span.start, span.end) in titles else self._first_word_candidate(sentence, span, label)
             for span in self._joined(sentence, found)
         ]
 
-    def _first_word_candidate(self, sentence: str, span: NameSpan) -> NameSpan:
+    def _label_end(self, sentence: str) -> int:
+        """Where a heading's label that opens the sentence ends (0: none). A label is words in capitals
+        alone, each of `LABEL_MIN_LETTERS` letters or more and a word the tagger's vocabulary holds whole
+        (`NameTagger.common_word`: "RESULTS", not "COPD"), joined by commas, "AND", "OR", "OF" or "&",
+        before text not in capitals (a word with a small letter, a number, a letter alone): a structured
+        abstract's "MAIN OUTCOME MEASURES The ...", "DESIGN, SETTING, AND PARTICIPANTS Microsimulation ...",
+        a notice's "UPDATE The ...". Written in capitals, its words are not capitalised for a name's sake,
+        but one may still be a name ("NASCAR Kart Racing is ..."): the tagger decides
+        (`_first_word_candidate`)."""
+        if self._tagger is None or not _LABEL_START.match(sentence):
+            return 0
+        end = 0
+        for match in _SPACED.finditer(sentence):
+            word = match.group().rstrip(",;:")
+            if word in _LABEL_JOINERS:
+                continue
+            if _LABEL_WORD.fullmatch(word) and self._tagger.common_word(word):
+                end = match.start() + len(word)
+                continue
+            # The text after it is not in capitals: a word with a small letter, a number or one letter.
+            return 0 if _CAPITALS_WORD.fullmatch(word) else end
+        return 0
+
+    def _first_word_candidate(self, sentence: str, span: NameSpan, label: int = 0) -> NameSpan:
         """A name of capitalised words that starts its sentence, as a candidate for the tagger
         (`_settle_links`): its first word may be capitalised only because the sentence starts there
         ("Besides Amasia", "Actors Barbra Streisand") or may be the name's ("New York"). Its part is the
         name without that word. Not a name with a small word after its first ("Port of Spain"), a title's,
-        one the lexicon knows whole ("United States"), or one already settled otherwise."""
+        one the lexicon knows whole ("United States"), or one already settled otherwise.
+
+        A name that begins within a heading's label (`label`: where it ends, `_label_end`) is such a
+        candidate whatever its place and length, the label's words taking the first word's place: its part
+        is what follows the label, none if nothing does ("RESULTS Of" and "DESIGN" leave nothing)."""
         words = span.name.split()
-        if (
+        if span.start < label:
+            if span.titled or span.parts or " ".join(sentence[span.start : span.end].split()) != span.name:
+                return span
+            link_end = min(label, span.end)
+            rest = sentence[link_end : span.end].split()
+        elif (
             len(words) < 2
             or span.titled
             or span.parts
@@ -909,21 +965,25 @@ class EntityExtractor:
             or sentence[: span.start].rstrip()[-1:] not in ("", *_OPENERS)
         ):
             return span
+        else:
+            link_end = span.start + len(words[0])
+            rest = words[1:]
         # What is left starts the sentence in its turn: without a leading small word ("RESULTS We ..."),
         # and, if one word, a name only where the tagger reads one (`NameSpan.initial`).
-        rest = words[1:]
         while rest and _function_word(rest[0]):
             rest = rest[1:]
         parts: tuple[NameSpan, ...] = ()
         if rest:
-            begin = sentence.find(rest[0], span.start + len(words[0]))
+            begin = sentence.find(rest[0], link_end)
             if begin < 0 or begin >= span.end:
                 return span
             sure = self.sure_type(rest)
             kind = sure if sure is not None else self._context_type(rest, sentence[:begin].rstrip(), False)
             alone = len(rest) == 1 and not _ACRONYM.fullmatch(rest[0])
             parts = (NameSpan(" ".join(rest), begin, span.end, kind, False, sure is not None, alone),)
-        return span._replace(parts=parts, link=(span.start, span.start + len(words[0])), first_word=True)
+        return span._replace(
+            parts=parts, link=(span.start, link_end), first_word=True, label=span.start < label
+        )
 
     def _joined(self, sentence: str, found: list[NameSpan]) -> list[NameSpan]:
         """Two names with only a joining word between them ("and", "for", "of the") become a candidate of one

@@ -183,6 +183,8 @@ class _Runner(Protocol):
 
     def probs(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
 
+    def whole_piece(self, word: str) -> bool: ...
+
 
 class _TorchRunner:
     """The encoder with the adapters merged in, and the head, on torch (also what `export_onnx` exports)."""
@@ -217,6 +219,9 @@ class _TorchRunner:
     def encode(self, text: str) -> Encoded:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return enc["input_ids"], enc["offset_mapping"], enc.word_ids()
+
+    def whole_piece(self, word: str) -> bool:
+        return word in self.tokenizer.vocab
 
     def probs(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         import torch
@@ -263,6 +268,9 @@ class _OnnxRunner:
     def encode(self, text: str) -> Encoded:
         enc = self.tokenizer.encode(text, add_special_tokens=False)
         return enc.ids, enc.offsets, enc.word_ids
+
+    def whole_piece(self, word: str) -> bool:
+        return self.tokenizer.token_to_id(word) is not None
 
     def probs(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         out = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
@@ -319,6 +327,11 @@ class NameTagger:
             else:
                 self._loaded = _TorchRunner(self.folder, self._meta, self._base)
         return self._loaded
+
+    def common_word(self, word: str) -> bool:
+        """Whether `word`, lower-cased, is one piece of the tagger's vocabulary: a word its base model's
+        training text used often enough to give it a piece of its own ("results", "setting"; not "copd")."""
+        return self._load().whole_piece(word.lower())
 
     def tag(self, texts: Sequence[str]) -> list[list[Tag]]:
         """The names in each text, in order (texts longer than a window are read window by window)."""

@@ -940,9 +940,16 @@ class _ReadingTagger:
 
     version = "tagger-test"
     kinds = ("person", "organization", "place", "other")
+    # The words its vocabulary holds whole (`NameTagger.common_word`), lower-cased.
+    common = frozenset(
+        "results background design setting participants main outcome measures purpose nascar".split()
+    )
 
     def __init__(self, read: Callable[[str, int, int], SpanReading]) -> None:
         self._read = read
+
+    def common_word(self, word: str) -> bool:
+        return word.lower() in self.common
 
     def tag(self, texts: list[str]) -> list[list[object]]:
         return [[] for _ in texts]
@@ -1184,6 +1191,74 @@ def test_a_first_word_that_only_starts_the_sentence_is_left_out_of_the_name() ->
     assert [m.surface for m in EntityExtractor(ANALYZER, tagger=tagger).extract(sentence)] == [  # type: ignore[arg-type]
         "Besides Amasia Smith"
     ]
+
+
+def test_a_heading_label_in_capitals_is_no_name() -> None:
+    """A label in capitals that opens a sentence of mixed case (a structured abstract's "MAIN OUTCOME
+    MEASURES The ...", "DESIGN, SETTING, AND PARTICIPANTS ...") is left out of names where the tagger's mean
+    "O" probability over its words is at least `LABEL_MIN_OUTSIDE`, and kept where the tagger reads a name
+    ("NASCAR Kart Racing"). What follows it starts the sentence in its turn, and a number after it is no
+    name's ("RESULTS 20 of the 29 cases"). Not a label: a word the tagger's vocabulary lacks ("COPD"), a
+    word of three letters, a label before more capitals; without the tagger's types nothing changes."""
+    from hybridrag.indexing.analysis.entities import LABEL_MIN_OUTSIDE
+
+    outside = {
+        "MAIN OUTCOME MEASURES": 0.99,
+        "RESULTS": 0.99,
+        "DESIGN": 0.99,
+        "PURPOSE": 0.7,  # a label still; a first word would keep it (`FIRST_WORD_MIN_OUTSIDE`)
+        "SETTING": LABEL_MIN_OUTSIDE,
+        "AND PARTICIPANTS": 0.99,
+        "Microsimulation": 0.9,
+        "Two": 0.99,
+        "To": 0.99,
+        "NASCAR": 0.03,
+        "BACKGROUND": LABEL_MIN_OUTSIDE - 0.01,
+        "COPD": 0.9,  # a label at that, not a first word (`FIRST_WORD_MIN_OUTSIDE`)
+        "Patients": 0.99,
+    }
+
+    def read(text: str, a: int, b: int) -> SpanReading:
+        types = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)  # organization
+        return SpanReading(types, outside.get(text[a:b], 0.0))
+
+    tagger = _ReadingTagger(read)
+    extractor = EntityExtractor(ANALYZER, tagger=tagger)  # type: ignore[arg-type]
+    gone = [
+        "MAIN OUTCOME MEASURES The rate of stroke fell.",
+        "RESULTS 20 of the 29 cases were positive.",
+        "RESULTS Of 153 papers, 14 met the criteria.",
+        "DESIGN, SETTING, AND PARTICIPANTS Microsimulation of a cohort.",
+        "SETTING Two hospitals took part.",
+        "PURPOSE To test it.",
+    ]
+    for sentence in gone:
+        assert extractor.extract(sentence) == [], sentence
+    kept = {
+        "DESIGN, SETTING, AND PARTICIPANTS Acme ran a cohort.": ["Acme"],
+        "NASCAR Kart Racing is a video game.": ["NASCAR Kart Racing"],
+        "BACKGROUND Stroke is common.": ["BACKGROUND Stroke"],  # whole, as the tagger is unsure
+        "COPD Patients were treated.": ["COPD Patients"],
+        "RESULTS COPD Patients were treated.": ["COPD Patients"],
+        "SETTING Wuxi, Eastern China.": ["Wuxi", "Eastern China"],
+    }
+    for sentence, names in kept.items():
+        assert [m.surface for m in extractor.extract(sentence)] == names, sentence
+    # Without the tagger's types the capitals are names, as they always were.
+    without = EntityExtractor(ANALYZER, tagger=tagger, tagger_types=False)  # type: ignore[arg-type]
+    assert [m.surface for m in without.extract(gone[0])] == ["MAIN OUTCOME MEASURES The"]
+
+
+def test_the_shipped_tagger_reads_structured_abstracts_labels_as_no_names() -> None:
+    """With the shipped tagger, a structured abstract's labels make no names or graph nodes, and a name in
+    capitals that opens a sentence stays one."""
+    extractor = EntityExtractor(ANALYZER)
+    text = (
+        "BACKGROUND Stroke is common in Finland. MAIN OUTCOME MEASURES The incidence of stroke. "
+        "RESULTS 20 of the 29 cases (69%) were positive. METHODS AND FINDINGS We studied 300 adults. "
+        "NASCAR Kart Racing is a kart racing video game."
+    )
+    assert [m.surface for m in extractor.extract(text)] == ["Finland", "NASCAR Kart Racing"]
 
 
 def test_a_number_or_a_joining_word_links_names_where_the_tagger_reads_it_so() -> None:
@@ -1460,6 +1535,10 @@ def test_the_onnx_export_tags_as_torch_does(tmp_path: Path, monkeypatch: pytest.
     exported = name_tagger.NameTagger(onnx=tmp_path / "onnx" / "name-tagger")
     on_torch = name_tagger.NameTagger()
     assert exported.precision == "int8" and exported.version == on_torch.version + "-int8"
+    # The same vocabulary: heading labels are told apart alike (`EntityExtractor._label_end`).
+    words = ["RESULTS", "Setting", "outcome", "COPD", "NASCAR", "Microsimulation"]
+    assert [exported.common_word(w) for w in words] == [on_torch.common_word(w) for w in words]
+    assert on_torch.common_word("RESULTS") and not on_torch.common_word("COPD")
     torch_tags, onnx_tags = on_torch.tag(_CASELESS), exported.tag(_CASELESS)
     assert [len(t) for t in onnx_tags[:2]] != [0, 0] and len(onnx_tags[2]) > 40 and onnx_tags[3] == []
     ours = {(i, t.start, t.end, t.type) for i, tags in enumerate(onnx_tags) for t in tags}

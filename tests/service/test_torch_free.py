@@ -214,6 +214,8 @@ def _dev_sentences() -> list[str]:
         # The typer alone reads this name as an organisation; with the tagger it is a person.
         "Ada Lovelace, born Augusta Ada Byron in London in 1815, was the daughter of the poet Lord Byron.",
     ]
+    # A structured abstract's labels: the tagger's vocabulary tells them from names (`_label_end`).
+    sentences.append("RESULTS 20 of the 29 cases in Helsinki were positive. MAIN OUTCOME MEASURES The rate.")
     return sentences + [s.lower() for s in sentences] + [s.upper() for s in sentences]
 
 
