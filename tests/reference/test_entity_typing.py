@@ -1193,6 +1193,23 @@ def test_a_first_word_that_only_starts_the_sentence_is_left_out_of_the_name() ->
     ]
 
 
+def test_saint_begins_a_name_where_a_title_is_left_out() -> None:
+    """ "St." and "Saint" are a name's first word ("St. Louis", "St Albans", "St. Paul's Cathedral", "Saint
+    Peter"), as the gold files have them, not a personal title that the name leaves out ("Dr. Watson"),
+    with the tagger's types or without."""
+    text = (
+        "He moved from St. Louis to St Albans and prayed at St. Paul's Cathedral. "
+        "Dr. Watson stayed with Saint Peter."
+    )
+    names = ["St. Louis", "St Albans", "St. Paul's Cathedral", "Watson", "Saint Peter"]
+    for extractor in (
+        EntityExtractor(ANALYZER),
+        EntityExtractor(ANALYZER, english_tagger=False),
+        EntityExtractor(ANALYZER, rules_only=True),
+    ):
+        assert [m.surface for m in extractor.extract(text)] == names
+
+
 def test_a_heading_label_in_capitals_is_no_name() -> None:
     """A label in capitals that opens a sentence of mixed case (a structured abstract's "MAIN OUTCOME
     MEASURES The ...", "DESIGN, SETTING, AND PARTICIPANTS ...") is left out of names where the tagger's mean
