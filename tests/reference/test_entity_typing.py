@@ -958,6 +958,13 @@ class _ReadingTagger:
         return [[self._read(t, a, b) for a, b in s] for t, s in zip(texts, spans, strict=True)]
 
 
+def _outside_tagger(outside: dict[str, float], kind: str) -> _ReadingTagger:
+    """A stand-in tagger that reads every span as a name of `kind`, its "O" probability `outside[span]` (0 for
+    a span not in it)."""
+    types = np.eye(len(_ReadingTagger.kinds), dtype=np.float32)[_ReadingTagger.kinds.index(kind)]
+    return _ReadingTagger(lambda text, a, b: SpanReading(types, outside.get(text[a:b], 0.0)))
+
+
 def test_a_name_gets_one_type_in_one_text() -> None:
     """Where the tagger reads a name differently in two sentences of one text, both mentions get the type
     its readings together make most probable; in separate texts each keeps its own."""
@@ -1158,11 +1165,7 @@ def test_a_first_word_that_only_starts_the_sentence_is_left_out_of_the_name() ->
         "Patients": 0.9,
     }
 
-    def read(text: str, a: int, b: int) -> SpanReading:
-        types = np.array([0.0, 0.0, 1.0, 0.0], dtype=np.float32)  # person
-        return SpanReading(types, outside.get(text[a:b], 0.0))
-
-    tagger = _ReadingTagger(read)
+    tagger = _outside_tagger(outside, "place")
     text = (
         "Besides Amasia Smith, few came. Guru Dutt was overlooked. Twelver Jones spoke. "
         "Nearly Anna Brown left. Port of Spain grew. He met Besides Amasia there."
@@ -1231,11 +1234,7 @@ def test_an_office_before_a_persons_name_is_left_out_of_it() -> None:
         "Duke": 0.99,
     }
 
-    def read(text: str, a: int, b: int) -> SpanReading:
-        types = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)  # organization
-        return SpanReading(types, outside.get(text[a:b], 0.0))
-
-    tagger = _ReadingTagger(read)
+    tagger = _outside_tagger(outside, "organization")
     extractor = EntityExtractor(ANALYZER, tagger=tagger)  # type: ignore[arg-type]
     expected = {
         "Israeli Prime Minister Benjamin Netanyahu spoke.": [
@@ -1295,11 +1294,7 @@ def test_a_heading_label_in_capitals_is_no_name() -> None:
         "Patients": 0.99,
     }
 
-    def read(text: str, a: int, b: int) -> SpanReading:
-        types = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)  # organization
-        return SpanReading(types, outside.get(text[a:b], 0.0))
-
-    tagger = _ReadingTagger(read)
+    tagger = _outside_tagger(outside, "organization")
     extractor = EntityExtractor(ANALYZER, tagger=tagger)  # type: ignore[arg-type]
     gone = [
         "MAIN OUTCOME MEASURES The rate of stroke fell.",
