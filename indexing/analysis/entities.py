@@ -156,6 +156,11 @@ _NAME_WORD = rf"(?:{_DOTTED.pattern}|[{_CAPITAL}][\w’'\-]*(?:[{_EN_DASH}&][{_C
 _CAP_SEQ = re.compile(
     rf"\b{_NAME_WORD}(?:\.?\s+(?:(?:&\s+the|of|de|da|del|von|van|der|du|la|le|&)\s+)?{_NAME_WORD})*"
 )
+# A capitalised word made an adjective by a participle after a hyphen ("Chicago-based", "Top-seeded",
+# "Aramaic-speaking", "Japanese-style") ends the capitalised words before the name it describes
+# (`_apart_at_participles`): CoNLL-2003's and WikiNEuRal's gold names hold none of the 40 such words before
+# another capitalised word but one. Not a short ending ("Qaleh-ye Abbas", "Piran-e Kasmai").
+_PARTICIPLE_WORD = re.compile(r"\S*-(?:[a-z]+(?:ed|ing)|born|style|made|held)")
 # Era markers beside a year ("322 BC", "AD 79") are no names (WikiNEuRal's gold: 15 of 15).
 _ERAS = frozenset("bc ad bce ce b.c. a.d. b.c.e. c.e.".split())
 # What an era follows: a year, or the century or millennium it counts ("the first century BC").
@@ -305,7 +310,9 @@ RULES_REVISION = 9
 # 18 (2026-12-06): an office's words before a person's name are not the name's where the tagger reads them so
 # ("Israeli Prime Minister Benjamin Netanyahu" names "Israeli" and "Benjamin Netanyahu": `_role_candidate`,
 # `OFFICE_MIN_OUTSIDE`).
-ENGLISH_RULES_REVISION = 18
+# 19 (2026-12-06): a capitalised word a participle ends after a hyphen ends the name before it ("Opel-based
+# Catera" is "Opel-based" and "Catera": `_apart_at_participles`).
+ENGLISH_RULES_REVISION = 19
 # The same for what is done to the Japanese names after the rules and the tagger, which the tagger does not
 # read either. 1 (2026-12-05): a place's people are `other` ("日本人", "東京都民": `ja_rules.people_of_places`).
 JAPANESE_TYPES_REVISION = 1
@@ -859,7 +866,7 @@ class EntityExtractor:
         found = self._quoted_titles(sentence)
         quoted = [(span.start, span.end) for span in found]
         label = self._label_end(sentence) if links and not title_case else 0
-        for match in _CAP_SEQ.finditer(sentence):
+        for match in _apart_at_participles(sentence, _CAP_SEQ.finditer(sentence)):
             if any(a < match.end() and match.start() < b for a, b in quoted):
                 continue  # a word of a quoted title
             group = match.group()
@@ -1242,6 +1249,27 @@ def _whole(sentence: str, start: int, end: int) -> tuple[int, int]:
     if sentence[end : end + 1] == "." and _DOTTED_OPEN.search(sentence, start, end):
         end += 1
     return start, end
+
+
+def _apart_at_participles(sentence: str, matches: Iterable[re.Match[str]]) -> Iterator[re.Match[str]]:
+    """The runs of capitalised words, each cut after a word a participle ends (`_PARTICIPLE_WORD`:
+    "Opel-based Catera" is "Opel-based" and "Catera")."""
+    for match in matches:
+        start = match.start()
+        for word in _SPACED.finditer(match.group()):
+            end = match.start() + word.end()
+            if end < match.end() and _PARTICIPLE_WORD.fullmatch(word.group()):
+                piece = _CAP_SEQ.match(sentence, start, end)
+                if piece is not None:
+                    yield piece
+                start = match.start() + word.end()
+                start += len(sentence[start:]) - len(sentence[start:].lstrip())
+        if start == match.start():
+            yield match
+        else:
+            rest = _CAP_SEQ.match(sentence, start, match.end())
+            if rest is not None:
+                yield rest
 
 
 def _apart(span: NameSpan) -> bool:

@@ -1269,6 +1269,20 @@ def test_the_shipped_tagger_leaves_offices_out_of_names() -> None:
     ]
 
 
+def test_a_word_a_participle_ends_ends_the_name_before_it() -> None:
+    """A capitalised word that a participle ends after a hyphen ("Chicago-based", "Opel-based",
+    "German-born") is not part of the name after it, with the tagger's types or by the rules alone; a short
+    ending is a name's own ("Qaleh-ye Abbas Bek")."""
+    text = (
+        "Chicago-based Motorola Inc said it would sell the Opel-based Catera to German-born Albert Einstein. "
+        "He lived in Qaleh-ye Abbas Bek."
+    )
+    for extractor in (EntityExtractor(ANALYZER), EntityExtractor(ANALYZER, rules_only=True)):
+        surfaces = [m.surface for m in extractor.extract(text)]
+        assert {"Motorola Inc", "Catera", "Albert Einstein", "Qaleh-ye Abbas Bek"} <= set(surfaces), surfaces
+        assert not [s for s in surfaces if "-based " in s or "-born " in s], surfaces
+
+
 def test_a_heading_label_in_capitals_is_no_name() -> None:
     """A label in capitals that opens a sentence of mixed case (a structured abstract's "MAIN OUTCOME
     MEASURES The ...", "DESIGN, SETTING, AND PARTICIPANTS ...") is left out of names where the tagger's mean
