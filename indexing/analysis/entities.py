@@ -1267,7 +1267,9 @@ def _apart_at_participles(sentence: str, matches: Iterable[re.Match[str]]) -> It
         if start == match.start():
             yield match
         else:
-            rest = _CAP_SEQ.match(sentence, start, match.end())
+            # What follows may open with a joining word ("Paris-based de Gaulle Institute"): searched, not
+            # matched, so the name after it is kept.
+            rest = _CAP_SEQ.search(sentence, start, match.end())
             if rest is not None:
                 yield rest
 

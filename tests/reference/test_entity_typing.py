@@ -1275,11 +1275,12 @@ def test_a_word_a_participle_ends_ends_the_name_before_it() -> None:
     ending is a name's own ("Qaleh-ye Abbas Bek")."""
     text = (
         "Chicago-based Motorola Inc said it would sell the Opel-based Catera to German-born Albert Einstein. "
-        "He lived in Qaleh-ye Abbas Bek."
+        "He lived in Qaleh-ye Abbas Bek. He met the Paris-based de Gaulle Institute."
     )
+    names = {"Motorola Inc", "Catera", "Albert Einstein", "Qaleh-ye Abbas Bek", "Gaulle Institute"}
     for extractor in (EntityExtractor(ANALYZER), EntityExtractor(ANALYZER, rules_only=True)):
         surfaces = [m.surface for m in extractor.extract(text)]
-        assert {"Motorola Inc", "Catera", "Albert Einstein", "Qaleh-ye Abbas Bek"} <= set(surfaces), surfaces
+        assert names <= set(surfaces), surfaces
         assert not [s for s in surfaces if "-based " in s or "-born " in s], surfaces
 
 
