@@ -201,6 +201,7 @@ _ROLE_WORDS = frozenset(
 _ROLE_MODIFIERS = frozenset(
     "prime vice deputy acting foreign finance defence defense interior chief major rear field attorney".split()
 )
+_OFFICE_WORDS = _ROLE_WORDS | _TITLES_EN  # what `EntityExtractor._role_candidate` reads as an office's words
 _CAPITALS_WORD = re.compile(r"\W*[A-Z][^a-z]*[A-Z][^a-z]*")  # two capitals or more and no small letter
 # A year written between "the" (or a possessive) and an event's name: the year is the name's ("the 2010 FIFA
 # World Cup", "Yugoslavia's 1990 World Cup"), as Wikipedia names such events.
@@ -312,7 +313,9 @@ RULES_REVISION = 9
 # `OFFICE_MIN_OUTSIDE`).
 # 19 (2026-12-06): a capitalised word a participle ends after a hyphen ends the name before it ("Opel-based
 # Catera" is "Opel-based" and "Catera": `_apart_at_participles`).
-ENGLISH_RULES_REVISION = 19
+# 20 (2026-12-06): a piece between two such words may open with a joining word ("Paris-based de Gaulle
+# Institute-funded Ford Foundation" kept no "Gaulle Institute-funded").
+ENGLISH_RULES_REVISION = 20
 # The same for what is done to the Japanese names after the rules and the tagger, which the tagger does not
 # read either. 1 (2026-12-05): a place's people are `other` ("日本人", "東京都民": `ja_rules.people_of_places`).
 JAPANESE_TYPES_REVISION = 1
@@ -971,9 +974,7 @@ class EntityExtractor:
         words = [(m.start() + span.start, m.end() + span.start, m.group()) for m in _SPACED.finditer(written)]
         if " ".join(w for _a, _b, w in words) != span.name:
             return None
-        roles = [
-            k for k, (_a, _b, w) in enumerate(words) if w.rstrip(".").lower() in _ROLE_WORDS | _TITLES_EN
-        ]
+        roles = [k for k, (_a, _b, w) in enumerate(words) if w.rstrip(".").lower() in _OFFICE_WORDS]
         if not roles:
             return None
         first, last = roles[0], roles[-1]
@@ -986,8 +987,8 @@ class EntityExtractor:
             return None
         parts: list[NameSpan] = []
         before = " ".join(w for _a, _b, w in words[:first])
-        if first and packaged_lexicon().get(before.lower()) is not None:
-            kind = packaged_lexicon()[before.lower()]
+        kind = packaged_lexicon().get(before.lower()) if first else None
+        if kind is not None:
             parts.append(NameSpan(before, words[0][0], words[first - 1][1], kind, False, True))
         # One word left is a name only where the tagger reads one ("General Manager" leaves "Manager").
         name = " ".join(w for _a, _b, w in person)
@@ -1259,7 +1260,8 @@ def _apart_at_participles(sentence: str, matches: Iterable[re.Match[str]]) -> It
         for word in _SPACED.finditer(match.group()):
             end = match.start() + word.end()
             if end < match.end() and _PARTICIPLE_WORD.fullmatch(word.group()):
-                piece = _CAP_SEQ.match(sentence, start, end)
+                # Searched, not matched: a piece between two such words may open with a joining word.
+                piece = _CAP_SEQ.search(sentence, start, end)
                 if piece is not None:
                     yield piece
                 start = match.start() + word.end()

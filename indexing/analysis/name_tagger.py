@@ -187,7 +187,22 @@ class _Runner(Protocol):
     def whole_piece(self, word: str) -> bool: ...
 
 
-class _TorchRunner:
+class _Vocabulary:
+    """A runner's vocabulary, for `_Runner.whole_piece` (both runners' tokenizers have `get_vocab`)."""
+
+    tokenizer: Any
+
+    @functools.cached_property
+    def pieces(self) -> frozenset[str]:
+        """The vocabulary's pieces, read on first use and once: the tokenizer builds its vocabulary afresh at
+        every call (~10 ms for MiniLM's), and only the English taggers are asked (`NameTagger.common_word`)."""
+        return frozenset(self.tokenizer.get_vocab())
+
+    def whole_piece(self, word: str) -> bool:
+        return word in self.pieces
+
+
+class _TorchRunner(_Vocabulary):
     """The encoder with the adapters merged in, and the head, on torch (also what `export_onnx` exports)."""
 
     def __init__(self, folder: Path, meta: dict[str, Any], base: Path | None) -> None:
@@ -221,15 +236,6 @@ class _TorchRunner:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return enc["input_ids"], enc["offset_mapping"], enc.word_ids()
 
-    @functools.cached_property
-    def pieces(self) -> frozenset[str]:
-        """The vocabulary's pieces, read on first use and once: the tokenizer builds its vocabulary afresh at
-        every call (~10 ms for MiniLM's), and only the English taggers are asked (`NameTagger.common_word`)."""
-        return frozenset(self.tokenizer.get_vocab())
-
-    def whole_piece(self, word: str) -> bool:
-        return word in self.pieces
-
     def probs(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         import torch
 
@@ -247,7 +253,7 @@ def _probabilities(encoder: Any, head_w: Any, head_b: Any, input_ids: Any, atten
     return torch.softmax(hidden @ head_w.T + head_b, dim=-1)
 
 
-class _OnnxRunner:
+class _OnnxRunner(_Vocabulary):
     """The export (`export_onnx`) on onnxruntime, with the base model's own tokenizer (`tokenizers`)."""
 
     def __init__(self, folder: Path, threads: int = 0) -> None:
@@ -275,15 +281,6 @@ class _OnnxRunner:
     def encode(self, text: str) -> Encoded:
         enc = self.tokenizer.encode(text, add_special_tokens=False)
         return enc.ids, enc.offsets, enc.word_ids
-
-    @functools.cached_property
-    def pieces(self) -> frozenset[str]:
-        """The vocabulary's pieces, read on first use and once: the tokenizer builds its vocabulary afresh at
-        every call (~10 ms for MiniLM's), and only the English taggers are asked (`NameTagger.common_word`)."""
-        return frozenset(self.tokenizer.get_vocab())
-
-    def whole_piece(self, word: str) -> bool:
-        return word in self.pieces
 
     def probs(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         out = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
