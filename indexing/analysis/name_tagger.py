@@ -187,6 +187,13 @@ class _Runner(Protocol):
     def whole_piece(self, word: str) -> bool: ...
 
 
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """A piece's offsets without the white space it opens with."""
+    while start < end and text[start].isspace():
+        start += 1
+    return start, end
+
+
 class _Vocabulary:
     """A runner's vocabulary, for `_Runner.whole_piece` (both runners' tokenizers have `get_vocab`)."""
 
@@ -309,6 +316,7 @@ class NameTagger:
         self.version = "tagger-" + meta["digest"] + QUANTIZED.get(self.precision, "")
         self._batch = 1 if self.precision in QUANTIZED else _BATCH
         self._meta = meta
+        self._words = meta.get("language", "en") != "ja"  # it labels words, not every piece
         self._base = base
         self._onnx = onnx
         self._threads = threads
@@ -422,7 +430,7 @@ class NameTagger:
         if not texts:
             return  # the model is loaded only when there is text to read
         runner = self._load()
-        windows = [(i, w) for i, text in enumerate(texts) for w in self._windows(runner, text)]
+        windows = [(i, w) for i, text in enumerate(texts) for w in self._windows(runner, text, self._words)]
         # Similar lengths batched together: padding is most of the cost otherwise. The sort is stable, so a
         # text's windows keep their order among equal lengths; `span_readings` reads each text's in order.
         order = sorted(range(len(windows)), key=lambda k: len(windows[k][1][0]))
@@ -447,10 +455,16 @@ class NameTagger:
         yield from results
 
     @staticmethod
-    def _windows(runner: _Runner, text: str) -> Iterable[tuple[list[int], list[tuple[int, int]], list[int]]]:
+    def _windows(
+        runner: _Runner, text: str, words: bool = True
+    ) -> Iterable[tuple[list[int], list[tuple[int, int]], list[int]]]:
         """Word-piece ids (with [CLS] / [SEP]), each piece's character offsets, and which pieces start a word,
-        per window of at most `MAX_TOKENS` pieces that never cuts a word."""
+        per window of at most `MAX_TOKENS` pieces that never cuts a word. `words`: a tagger that labels
+        words (English) reads a word from its first character: SentencePiece's pieces (e5's) hold the space
+        before it (WordPiece's do not); one that labels every piece (Japanese) reads them as they are."""
         ids, offsets, word_ids = runner.encode(text)
+        if words:
+            offsets = [_trimmed(text, a, b) for a, b in offsets]
         start = 0
         while start < len(ids):
             end = limit = min(len(ids), start + MAX_TOKENS - 2)
@@ -619,7 +633,7 @@ def export_onnx(
         exported = NameTagger(folder, base, onnx=staging)._load()
         largest = 0.0
         for text in texts:
-            for window in NameTagger._windows(runner, text):
+            for window in NameTagger._windows(runner, text, meta.get("language", "en") != "ja"):
                 ids = np.asarray([window[0]], dtype=np.int64)
                 mask = np.ones_like(ids)
                 largest = max(

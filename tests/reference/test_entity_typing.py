@@ -526,6 +526,31 @@ def test_fitting_the_tagger_is_reproducible(tmp_path: Path) -> None:
     assert all(0 <= t.start < t.end <= 42 for t in tags[0])
 
 
+def test_an_english_tagger_on_e5_labels_and_reads_a_word_from_its_first_character(tmp_path: Path) -> None:
+    """`fit_entity_tagger --base e5-multilingual`: SentencePiece's pieces hold the space before a word, so
+    a name's first word is labelled B- (it was O when read from the space) and the tagger written reads its
+    names from their first character, not the space before them."""
+    from transformers import AutoTokenizer
+
+    from hybridrag.benchmarks.entities import Sentence
+    from hybridrag.benchmarks.fitting.fit_entity_tagger import encode
+    from hybridrag.benchmarks.fitting.fit_entity_tagger import fit as fit_tagger
+    from hybridrag.indexing.analysis.name_tagger import MISC_LABELS, NameTagger, base_of
+
+    tokenizer = AutoTokenizer.from_pretrained(str(base_of({"baseModel": "e5-multilingual"})))
+    text = "He met Hrithik Roshan in Mumbai ."
+    _ids, labels = encode(tokenizer, Sentence(text, ((7, 21, "person"), (25, 31, "place"))), MISC_LABELS)
+    assert [MISC_LABELS[x] for x in labels if x >= 0] == ["O", "O", "B-PER", "I-PER", "O", "B-LOC", "O"]
+    conll = _training_file(tmp_path / "train.conll", _TRAINING_ROWS[:2] * 4)
+    meta = fit_tagger(conll, tmp_path / "e5", epochs=1, base_model="e5-multilingual")
+    assert meta["baseModel"] == "e5-multilingual" and meta["sentences"] == 8
+    tagger = NameTagger(tmp_path / "e5")
+    sentence = "John Smith works for Acme Corp in Boston ."
+    (_i, _probs, offsets, firsts), *_ = tagger._read([sentence])
+    assert [sentence[offsets[f][0]] for f in firsts] == [w[0] for w in sentence.split()]
+    assert all(not sentence[t.start].isspace() for t in tagger.tag([sentence])[0])
+
+
 def test_relabelling_tags_the_extractors_names_on_the_files_tokens(tmp_path: Path) -> None:
     """`relabel_names` writes a CoNLL file whose tags are the packaged extractor's names (longer names
     first, a token tagged once), which `read_conll` reads back as those names."""
