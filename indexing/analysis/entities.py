@@ -92,6 +92,14 @@ _SEQUEL = re.compile(r"^(?:[ivxl]+|\d+)$")  # "World War II", "Apollo 13"
 _TAXON = re.compile(
     r"^[A-Z][a-z]{2,}(?:idae|inae|aceae|oideae|oidea|morpha|morphae|formes|phyta|mycota|opsida)$"
 )
+# A species' two-word Latin name ("Saccharomyces cerevisiae", "Plasmodium falciparum"): a capitalised genus
+# with a Latin ending, then a lower-case epithet with one (`EntityExtractor._binomial`). Neither word is
+# common (`NameTagger.common_word`: "Nashville fans", "Drosophila larvae" are no species), the genus is no
+# name the lexicon knows, and an epithet in "-osis", "-itis" ... is a disease or a process ("Drosophila
+# meiosis"). Not "-es": English plurals ("Anopheles mosquitoes", "Chiluba shuffles").
+_GENUS = re.compile(r"[A-Z][a-z]{3,}(?:us|um|a|es|is|ops|on|ax|ix|yx|er|as|os|ys)")
+_EPITHET = re.compile(r"[ \t]+([a-z]{3,}(?:us|um|a|ae|i|is|ens|ans|ix|ax|er))\b(?![\-’'])")
+_NOT_EPITHET = re.compile(r".*(?:osis|esis|itis|ysis|iasis)")
 _NUMBER = re.compile(r"^\d{1,4}$")
 # A word after one capitalised name that makes it someone's: a result or a thing named after a person
 # ("Hilbert space", "Fourier transform", "Lewis acid"); after a possessive, also these ("Raoult's law",
@@ -315,7 +323,9 @@ RULES_REVISION = 9
 # Catera" is "Opel-based" and "Catera": `_apart_at_participles`).
 # 20 (2026-12-06): a piece between two such words may open with a joining word ("Paris-based de Gaulle
 # Institute-funded Ford Foundation" kept no "Gaulle Institute-funded").
-ENGLISH_RULES_REVISION = 20
+# 21 (2026-12-06): a species' two-word Latin name is one name, typed `other` ("Saccharomyces cerevisiae" was
+# "Saccharomyces", often an organisation: `_binomial`).
+ENGLISH_RULES_REVISION = 21
 # The same for what is done to the Japanese names after the rules and the tagger, which the tagger does not
 # read either. 1 (2026-12-05): a place's people are `other` ("日本人", "東京都民": `ja_rules.people_of_places`).
 JAPANESE_TYPES_REVISION = 1
@@ -913,6 +923,14 @@ class EntityExtractor:
             sure = self.sure_type(words)
             if sure is None and not title and len(words) == 1 and _eponym(sentence, end, words[0]):
                 sure = PERSON
+            species = self._binomial(sentence, end, words) if sure is None and not title else None
+            if species is not None:
+                phrase, end, sure, initial = (
+                    f"{phrase} {sentence[end:species].lstrip()}",
+                    species,
+                    OTHER,
+                    False,
+                )
             kind = sure if sure is not None else self._context_type(words, kept, title)
             # "The" capitalised within a sentence is part of the name ("by The Rolling Stones", "the film
             # The Godfather", 'the film " The Glass Bottom Boat "'): the name keeps it, though the models read
@@ -996,6 +1014,20 @@ class EntityExtractor:
         return span._replace(
             parts=tuple(parts), link=(words[first][0], words[last][1]), left_out_at=OFFICE_MIN_OUTSIDE
         )
+
+    def _binomial(self, sentence: str, end: int, words: list[str]) -> int | None:
+        """Where a species' name ends that the one capitalised word ending at `end` begins as its genus
+        ("Saccharomyces cerevisiae": `_GENUS`, `_EPITHET`); None where it begins none, or there is no
+        tagger to tell common words."""
+        if self._tagger is None or len(words) != 1 or not _GENUS.fullmatch(words[0]):
+            return None
+        epithet = _EPITHET.match(sentence, end)
+        if epithet is None or _NOT_EPITHET.fullmatch(epithet.group(1)):
+            return None
+        genus = words[0].lower()
+        if packaged_lexicon().get(genus) is not None or self._tagger.common_word(genus):
+            return None
+        return None if self._tagger.common_word(epithet.group(1)) else epithet.end(1)
 
     def _label_end(self, sentence: str) -> int:
         """Where a heading's label that opens the sentence ends (0: none). A label is words in capitals

@@ -1294,6 +1294,28 @@ def test_the_shipped_tagger_leaves_offices_out_of_names() -> None:
     ]
 
 
+def test_a_species_latin_name_is_one_name_of_type_other() -> None:
+    """A capitalised genus with a Latin ending and a lower-case epithet with one ("Saccharomyces cerevisiae",
+    "Aulacorhynchus prasinus") are one name, typed `other`, at a sentence's start too; not where either word
+    is a common one ("Drosophila larvae", "Nashville fans"), the epithet names a disease or a process
+    ("Drosophila meiosis"), an English plural ("Anopheles mosquitoes"), or the genus is a name the lexicon
+    knows ("Florida panthers"). Without the tagger (which tells common words) nothing changes."""
+    text = (
+        "Saccharomyces cerevisiae and Plasmodium falciparum were grown. The emerald toucanet ( Aulacorhynchus "
+        "prasinus ) lives in Mexico. Drosophila larvae and Anopheles mosquitoes were studied with Drosophila "
+        "meiosis in Florida panthers."
+    )
+    found = {(m.surface, m.type) for m in EntityExtractor(ANALYZER).extract(text) if not m.node_only}
+    species = {"Saccharomyces cerevisiae", "Plasmodium falciparum", "Aulacorhynchus prasinus"}
+    assert {(name, "other") for name in species} <= found, found
+    surfaces = {surface for surface, _kind in found}
+    assert (
+        not {"Drosophila larvae", "Anopheles mosquitoes", "Drosophila meiosis", "Florida panthers"} & surfaces
+    )
+    rules = {m.surface for m in EntityExtractor(ANALYZER, rules_only=True).extract(text)}
+    assert not species & rules and "Plasmodium" in rules, rules
+
+
 def test_a_word_a_participle_ends_ends_the_name_before_it() -> None:
     """A capitalised word that a participle ends after a hyphen ("Chicago-based", "Opel-based",
     "German-born") is not part of the name after it, with the tagger's types or by the rules alone; a short
