@@ -56,11 +56,11 @@ from hybridrag.indexing.analysis.name_tagger import (
     JA_FOLDER,
     LABELS,
     MISC_LABELS,
-    _trimmed,
     attach_adapters,
     base_of,
     base_path,
 )
+from hybridrag.indexing.analysis.text import trimmed
 
 # Measured on the English dev file lower-cased (typed F1 of the whole extraction, tags >= 0.75): WikiANN
 # 3 epochs 0.544, 6 epochs 0.536 (its fragments are learnt too well); CoNLL-2003 3 epochs 0.631, the shipped
@@ -92,7 +92,7 @@ def encode(
         if word is None or (k > 0 and word_ids[k - 1] == word):
             labels.append(-100)
             continue
-        start, _end = _trimmed(sentence.text, *offsets[k])
+        start, _end = trimmed(sentence.text, *offsets[k])
         label = "O"
         for s, e, kind in sentence.spans:
             if s <= start < e and kind in _CODE and f"B-{_CODE[kind]}" in labels_of:

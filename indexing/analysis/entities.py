@@ -1297,7 +1297,6 @@ def _apart_at_participles(sentence: str, matches: Iterable[re.Match[str]]) -> It
                 if piece is not None:
                     yield piece
                 start = match.start() + word.end()
-                start += len(sentence[start:]) - len(sentence[start:].lstrip())
         if start == match.start():
             yield match
         else:

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from hybridrag.indexing.analysis.bio import best_bio, bio_spans
+from hybridrag.indexing.analysis.text import trimmed
 from hybridrag.indexing.models.onnx_encoder import cpu_session, int8_workers, side_by_side
 from hybridrag.indexing.models.registry import default_models_dir
 
@@ -185,13 +186,6 @@ class _Runner(Protocol):
     def probs(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
 
     def whole_piece(self, word: str) -> bool: ...
-
-
-def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
-    """A piece's offsets without the white space it opens with."""
-    while start < end and text[start].isspace():
-        start += 1
-    return start, end
 
 
 class _Vocabulary:
@@ -464,7 +458,7 @@ class NameTagger:
         before it (WordPiece's do not); one that labels every piece (Japanese) reads them as they are."""
         ids, offsets, word_ids = runner.encode(text)
         if words:
-            offsets = [_trimmed(text, a, b) for a, b in offsets]
+            offsets = [trimmed(text, a, b) for a, b in offsets]
         start = 0
         while start < len(ids):
             end = limit = min(len(ids), start + MAX_TOKENS - 2)
@@ -633,7 +627,7 @@ def export_onnx(
         exported = NameTagger(folder, base, onnx=staging)._load()
         largest = 0.0
         for text in texts:
-            for window in NameTagger._windows(runner, text, meta.get("language", "en") != "ja"):
+            for window in NameTagger._windows(runner, text, reference._words):
                 ids = np.asarray([window[0]], dtype=np.int64)
                 mask = np.ones_like(ids)
                 largest = max(

@@ -87,11 +87,17 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+def trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """`text[start:end]`'s offsets without the white space it opens or ends with."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
+    return start, end
+
+
+def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    start, end = trimmed(text, start, end)
     if end > start:
         spans.append((start, end))
 
