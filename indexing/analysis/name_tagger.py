@@ -185,25 +185,8 @@ class _Runner(Protocol):
 
     def probs(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
 
-    def whole_piece(self, word: str) -> bool: ...
 
-
-class _Vocabulary:
-    """A runner's vocabulary, for `_Runner.whole_piece` (both runners' tokenizers have `get_vocab`)."""
-
-    tokenizer: Any
-
-    @functools.cached_property
-    def pieces(self) -> frozenset[str]:
-        """The vocabulary's pieces, read on first use and once: the tokenizer builds its vocabulary afresh at
-        every call (~10 ms for MiniLM's), and only the English taggers are asked (`NameTagger.common_word`)."""
-        return frozenset(self.tokenizer.get_vocab())
-
-    def whole_piece(self, word: str) -> bool:
-        return word in self.pieces
-
-
-class _TorchRunner(_Vocabulary):
+class _TorchRunner:
     """The encoder with the adapters merged in, and the head, on torch (also what `export_onnx` exports)."""
 
     def __init__(self, folder: Path, meta: dict[str, Any], base: Path | None) -> None:
@@ -254,7 +237,7 @@ def _probabilities(encoder: Any, head_w: Any, head_b: Any, input_ids: Any, atten
     return torch.softmax(hidden @ head_w.T + head_b, dim=-1)
 
 
-class _OnnxRunner(_Vocabulary):
+class _OnnxRunner:
     """The export (`export_onnx`) on onnxruntime, with the base model's own tokenizer (`tokenizers`)."""
 
     def __init__(self, folder: Path, threads: int = 0) -> None:
@@ -343,7 +326,20 @@ class NameTagger:
     def common_word(self, word: str) -> bool:
         """Whether `word`, lower-cased, is one piece of the tagger's vocabulary: a word its base model's
         training text used often enough to give it a piece of its own ("results", "setting"; not "copd")."""
-        return self._load().whole_piece(word.lower())
+        return word.lower() in self._pieces
+
+    @functools.cached_property
+    def _pieces(self) -> frozenset[str]:
+        """The vocabulary's pieces, read once from the tokenizer alone: a typer-only build asks about heading
+        labels and species' names without ever tagging, and need not load the model (an ONNX session in
+        each shard) for it; the tokenizer builds its vocabulary afresh at every `get_vocab` (~10 ms)."""
+        if self._onnx is not None:
+            from tokenizers import Tokenizer
+
+            return frozenset(Tokenizer.from_file(str(self._onnx / "tokenizer.json")).get_vocab())
+        from transformers import AutoTokenizer
+
+        return frozenset(AutoTokenizer.from_pretrained(str(self._base or base_of(self._meta))).get_vocab())
 
     def tag(self, texts: Sequence[str]) -> list[list[Tag]]:
         """The names in each text, in order (texts longer than a window are read window by window)."""

@@ -14,7 +14,7 @@ from hybridrag.benchmarks.entities import run_entities
 from hybridrag.benchmarks.fitting.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import RULES_VERSION, TAGGER_ROLE, EntityExtractor, normalize_name
-from hybridrag.indexing.analysis.name_tagger import SpanReading, Tag
+from hybridrag.indexing.analysis.name_tagger import NameTagger, SpanReading, Tag
 from hybridrag.indexing.analysis.span_typer import FOLDER, SpanTyper, packaged_typer, span_features
 from tests.conftest import needs_shared, shared_path
 
@@ -1401,6 +1401,14 @@ def test_the_shipped_tagger_reads_structured_abstracts_labels_as_no_names() -> N
     assert [m.surface for m in extractor.extract(text)] == ["Finland", "NASCAR Kart Racing"]
 
 
+def test_the_taggers_vocabulary_is_read_without_its_model() -> None:
+    """Its common words (heading labels, species' names; asked in typer-only builds too, which never tag)
+    come from the tokenizer alone: no model is loaded for them."""
+    tagger = NameTagger()
+    assert tagger.common_word("RESULTS") and tagger.common_word("setting") and not tagger.common_word("COPD")
+    assert tagger._loaded is None
+
+
 def test_a_number_or_a_joining_word_links_names_where_the_tagger_reads_it_so() -> None:
     """A number written after a name and before a lower-case word or a clause's end is a candidate for the
     name ("Apollo 13"), as is a joining word between two names ("Temple of the Dog"); it is kept where the
@@ -1679,6 +1687,8 @@ def test_the_onnx_export_tags_as_torch_does(tmp_path: Path, monkeypatch: pytest.
     words = ["RESULTS", "Setting", "outcome", "COPD", "NASCAR", "Microsimulation"]
     assert [exported.common_word(w) for w in words] == [on_torch.common_word(w) for w in words]
     assert on_torch.common_word("RESULTS") and not on_torch.common_word("COPD")
+    # Read from the tokenizer alone: neither model was loaded for it.
+    assert exported._loaded is None and on_torch._loaded is None
     torch_tags, onnx_tags = on_torch.tag(_CASELESS), exported.tag(_CASELESS)
     assert [len(t) for t in onnx_tags[:2]] != [0, 0] and len(onnx_tags[2]) > 40 and onnx_tags[3] == []
     ours = {(i, t.start, t.end, t.type) for i, tags in enumerate(onnx_tags) for t in tags}
