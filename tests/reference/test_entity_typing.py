@@ -13,7 +13,13 @@ import pytest
 from hybridrag.benchmarks.entities import run_entities
 from hybridrag.benchmarks.fitting.fit_entity_typer import examples, fit
 from hybridrag.indexing.analysis.analyzers import Analyzer
-from hybridrag.indexing.analysis.entities import RULES_VERSION, TAGGER_ROLE, EntityExtractor, normalize_name
+from hybridrag.indexing.analysis.entities import (
+    RULES_VERSION,
+    TAGGER_ROLE,
+    EntityExtractor,
+    chunk_types,
+    normalize_name,
+)
 from hybridrag.indexing.analysis.name_tagger import NameTagger, SpanReading, Tag
 from hybridrag.indexing.analysis.span_typer import FOLDER, SpanTyper, packaged_typer, span_features
 from tests.conftest import needs_shared, shared_path
@@ -1176,8 +1182,9 @@ def test_a_lone_first_word_is_a_name_only_where_the_tagger_reads_one() -> None:
 def test_a_first_word_that_only_starts_the_sentence_is_left_out_of_the_name() -> None:
     """A name of several capitalised words that starts its sentence ("Besides Amasia", "Teammate Russell
     Ingall") loses its first word where the tagger's "O" probability for that word is at least
-    `FIRST_WORD_MIN_OUTSIDE`, and is whole otherwise ("Guru Dutt"), as it is within a sentence, after a
-    small word ("Port of Spain"), in a quoted title and without the tagger's types."""
+    `FIRST_WORD_MIN_OUTSIDE`, and is whole otherwise ("Guru Dutt"), as it is within a sentence, in a quoted
+    title and without the tagger's types. So does a first word before "of" ("Activation of AMPK" is "AMPK",
+    whose capital is its own even alone), unless it says what the name is ("Port of Spain")."""
     from hybridrag.indexing.analysis.entities import FIRST_WORD_MIN_OUTSIDE
 
     outside = {
@@ -1188,12 +1195,18 @@ def test_a_first_word_that_only_starts_the_sentence_is_left_out_of_the_name() ->
         "RESULTS": 0.99,
         "BACKGROUND": 0.99,
         "Patients": 0.9,
+        "Port": 0.999,
+        "Activation": 0.999,
+        "Loss": 0.999,
+        "Students": 0.94,
+        "Tet2": 0.6,  # alone at a sentence's start, no name (`INITIAL_NAME_MAX_OUTSIDE`)
     }
 
     tagger = _outside_tagger(outside, "place")
     text = (
         "Besides Amasia Smith, few came. Guru Dutt was overlooked. Twelver Jones spoke. "
-        "Nearly Anna Brown left. Port of Spain grew. He met Besides Amasia there."
+        "Nearly Anna Brown left. Port of Spain grew. He met Besides Amasia there. "
+        "Activation of AMPK followed. Loss of Tet2 followed. Students of Matanzas High School came."
     )
     found = EntityExtractor(ANALYZER, tagger=tagger).extract(text)  # type: ignore[arg-type]
     assert [m.surface for m in found] == [
@@ -1203,7 +1216,11 @@ def test_a_first_word_that_only_starts_the_sentence_is_left_out_of_the_name() ->
         "Nearly Anna Brown",
         "Port of Spain",
         "Besides Amasia",
+        "AMPK",
+        "Tet2",
+        "Students of Matanzas High School",
     ]
+    assert [m.surface for m in EntityExtractor(ANALYZER, tagger=tagger).extract("Tet2 followed.")] == []  # type: ignore[arg-type]
     # What is left starts the sentence in its turn: a small word there is no name's, and one word is a
     # name only where the tagger reads one (`INITIAL_NAME_MAX_OUTSIDE`).
     labelled = "RESULTS We found it. BACKGROUND Patients came. BACKGROUND Acme grew."
@@ -1219,6 +1236,21 @@ def test_a_first_word_that_only_starts_the_sentence_is_left_out_of_the_name() ->
     assert [m.surface for m in EntityExtractor(ANALYZER, tagger=tagger).extract(sentence)] == [  # type: ignore[arg-type]
         "Besides Amasia Smith"
     ]
+
+
+def test_a_plural_initialism_is_a_node_that_types_nothing() -> None:
+    """ "HSCs", "RCTs" name kinds of things: graph nodes that claim no type for their chunk, however sure the
+    tagger is of a name; "NASA" and "CD4" beside them are names as before."""
+    tagger = _outside_tagger({}, "organization")
+    text = "Several HSCs from RCTs were sent to NASA with CD4 cells."
+    found = EntityExtractor(ANALYZER, tagger=tagger).extract(text)  # type: ignore[arg-type]
+    assert [(m.surface, m.type, m.node_only) for m in found] == [
+        ("HSCs", "organization", True),
+        ("RCTs", "organization", True),
+        ("NASA", "organization", False),
+        ("CD4", "organization", False),
+    ]
+    assert chunk_types(found) == ["organization"]
 
 
 def test_saint_begins_a_name_where_a_title_is_left_out() -> None:
@@ -1316,6 +1348,27 @@ def test_a_species_latin_name_is_one_name_of_type_other() -> None:
     assert not species & rules and "Plasmodium" in rules, rules
 
 
+def test_a_species_name_with_its_genus_cut_to_an_initial_is_the_whole_names() -> None:
+    """ "S. cerevisiae", "E. coli", "M. tuberculosis" are species' names, `other`, whatever their epithet;
+    in a text that spells one out first, the cut name is that name's (one graph node). "U.S." and a
+    person's initial are not such names; without the tagger nothing changes."""
+    text = (
+        "Saccharomyces cerevisiae is a yeast. Here S. cerevisiae grew beside E. coli and M. tuberculosis, "
+        "in U.S. cities, as John F. Kennedy said."
+    )
+    found = [(m.surface, m.key, m.type) for m in EntityExtractor(ANALYZER).extract(text) if not m.node_only]
+    assert found == [
+        ("Saccharomyces cerevisiae", "saccharomyces cerevisiae", "other"),
+        ("S. cerevisiae", "saccharomyces cerevisiae", "other"),
+        ("E. coli", "e. coli", "other"),
+        ("M. tuberculosis", "m. tuberculosis", "other"),
+        ("U.S.", "u.s.", "place"),
+        ("John F. Kennedy", "john f. kennedy", "person"),
+    ]
+    rules = {m.surface for m in EntityExtractor(ANALYZER, rules_only=True).extract(text)}
+    assert not {"S. cerevisiae", "E. coli", "M. tuberculosis"} & rules, rules
+
+
 def test_a_word_a_participle_ends_ends_the_name_before_it() -> None:
     """A capitalised word that a participle ends after a hyphen ("Chicago-based", "Opel-based",
     "German-born") is not part of the name after it, with the tagger's types or by the rules alone; a short
@@ -1399,6 +1452,22 @@ def test_the_shipped_tagger_reads_structured_abstracts_labels_as_no_names() -> N
         "NASCAR Kart Racing is a kart racing video game."
     )
     assert [m.surface for m in extractor.extract(text)] == ["Finland", "NASCAR Kart Racing"]
+
+
+def test_the_shipped_tagger_leaves_an_action_out_of_the_name_it_acts_on() -> None:
+    """With the shipped tagger, an abstract's "Activation of AMPK ..." names AMPK (it was "Activation of
+    AMPK", an organisation), and a species' name after "of" is whole; "University of Amsterdam" and "Port
+    of Spain" stay whole."""
+    extractor = EntityExtractor(ANALYZER)
+    found = {
+        "Activation of AMPK reduces the growth of tumors.": ["AMPK"],
+        "Deletion of Cxcl12 in mice reduced stem cells.": ["Cxcl12"],
+        "University of Amsterdam researchers found it.": ["University of Amsterdam"],
+        "Port of Spain is the capital.": ["Port of Spain"],
+        "Strains of Saccharomyces cerevisiae were grown.": ["Saccharomyces cerevisiae"],
+    }
+    for sentence, names in found.items():
+        assert [m.surface for m in extractor.extract(sentence)] == names, sentence
 
 
 def test_the_taggers_vocabulary_is_read_without_its_model() -> None:
