@@ -104,7 +104,7 @@ _NOT_EPITHET = re.compile(r".*(?:osis|esis|itis|ysis|iasis)")
 # mention spelled it out: written so, a capital letter and a full stop before a lower-case word with a Latin
 # ending is a species' name whatever the epithet (SciFact: 405, all of them species; HotpotQA-100 and
 # CoNLL-2003 train: none; WikiNEuRal dev: 7, species its gold leaves unnamed).
-_WHOLE_SPECIES = re.compile(r"([A-Z])[a-z]{4,} ([a-z]{3,})")  # the name an initial's stands for
+_WHOLE_SPECIES = re.compile(rf"({_GENUS.pattern}){_EPITHET.pattern}")  # the name an initial's stands for
 _SPECIES_INITIAL = re.compile(rf"(?<![\w.])[A-Z]\.{_EPITHET.pattern}")
 _NUMBER = re.compile(r"^\d{1,4}$")
 # A word after one capitalised name that makes it someone's: a result or a thing named after a person
@@ -953,12 +953,7 @@ class EntityExtractor:
                 sure = PERSON
             species = self._binomial(sentence, end, words) if sure is None and not title else None
             if species is not None:
-                phrase, end, sure, initial = (
-                    f"{phrase} {sentence[end:species].lstrip()}",
-                    species,
-                    OTHER,
-                    False,
-                )
+                (phrase, end), sure, initial = species, OTHER, False
             kind = sure if sure is not None else self._context_type(words, kept, title)
             # "The" capitalised within a sentence is part of the name ("by The Rolling Stones", "the film
             # The Godfather", 'the film " The Glass Bottom Boat "'): the name keeps it, though the models read
@@ -1043,9 +1038,9 @@ class EntityExtractor:
             parts=tuple(parts), link=(words[first][0], words[last][1]), left_out_at=OFFICE_MIN_OUTSIDE
         )
 
-    def _binomial(self, sentence: str, end: int, words: list[str]) -> int | None:
-        """Where a species' name ends that the one capitalised word ending at `end` begins as its genus
-        ("Saccharomyces cerevisiae": `_GENUS`, `_EPITHET`); None where it begins none, or there is no
+    def _binomial(self, sentence: str, end: int, words: list[str]) -> tuple[str, int] | None:
+        """The species' name that the one capitalised word ending at `end` begins as its genus ("Saccharomyces
+        cerevisiae": `_GENUS`, `_EPITHET`), and where it ends; None where it begins none, or there is no
         tagger to tell common words."""
         if self._tagger is None or len(words) != 1 or not _GENUS.fullmatch(words[0]):
             return None
@@ -1055,7 +1050,9 @@ class EntityExtractor:
         genus = words[0].lower()
         if packaged_lexicon().get(genus) is not None or self._tagger.common_word(genus):
             return None
-        return None if self._tagger.common_word(epithet.group(1)) else epithet.end(1)
+        if self._tagger.common_word(epithet.group(1)):
+            return None
+        return f"{words[0]} {epithet.group(1)}", epithet.end(1)
 
     def _label_end(self, sentence: str) -> int:
         """Where a heading's label that opens the sentence ends (0: none). A label is words in capitals
@@ -1128,7 +1125,7 @@ class EntityExtractor:
             name, end = " ".join(rest), span.end
             species = self._binomial(sentence, end, rest) if own and sure is None else None
             if species is not None:
-                name, end, kind, sure = f"{name} {sentence[end:species].lstrip()}", species, OTHER, OTHER
+                (name, end), kind, sure = species, OTHER, OTHER
             parts = (NameSpan(name, begin, end, kind, False, sure is not None, alone),)
         return span._replace(
             parts=parts,
@@ -1513,7 +1510,7 @@ def _resolve_aliases(mentions: list[Mention]) -> list[Mention]:
         if m.type == PERSON and " " in m.key:
             by_last.setdefault(m.key.rsplit(" ", 1)[1], m)
         elif m.type == OTHER and (whole := _WHOLE_SPECIES.fullmatch(m.surface)) is not None:
-            by_last.setdefault(f"{whole.group(1).lower()}. {whole.group(2)}", m)
+            by_last.setdefault(f"{whole.group(1)[0].lower()}. {whole.group(2)}", m)
     out = []
     for m in mentions:
         cut = m.type == OTHER and _SPECIES_INITIAL.fullmatch(m.surface) is not None

@@ -420,7 +420,7 @@ class NameTagger:
         if not texts:
             return  # the model is loaded only when there is text to read
         runner = self._load()
-        windows = [(i, w) for i, text in enumerate(texts) for w in self._windows(runner, text, self._words)]
+        windows = [(i, w) for i, text in enumerate(texts) for w in self._windows(runner, text)]
         # Similar lengths batched together: padding is most of the cost otherwise. The sort is stable, so a
         # text's windows keep their order among equal lengths; `span_readings` reads each text's in order.
         order = sorted(range(len(windows)), key=lambda k: len(windows[k][1][0]))
@@ -444,16 +444,15 @@ class NameTagger:
                 results[k] = (i, probs[row], offsets, words)
         yield from results
 
-    @staticmethod
     def _windows(
-        runner: _Runner, text: str, words: bool = True
+        self, runner: _Runner, text: str
     ) -> Iterable[tuple[list[int], list[tuple[int, int]], list[int]]]:
         """Word-piece ids (with [CLS] / [SEP]), each piece's character offsets, and which pieces start a word,
-        per window of at most `MAX_TOKENS` pieces that never cuts a word. `words`: a tagger that labels
-        words (English) reads a word from its first character: SentencePiece's pieces (e5's) hold the space
-        before it (WordPiece's do not); one that labels every piece (Japanese) reads them as they are."""
+        per window of at most `MAX_TOKENS` pieces that never cuts a word. A tagger that labels words
+        (English) reads a word from its first character: SentencePiece's pieces (e5's) hold the space before
+        it (WordPiece's do not); one that labels every piece (Japanese) reads them as they are."""
         ids, offsets, word_ids = runner.encode(text)
-        if words:
+        if self._words:
             offsets = [trimmed(text, a, b) for a, b in offsets]
         start = 0
         while start < len(ids):
@@ -623,7 +622,7 @@ def export_onnx(
         exported = NameTagger(folder, base, onnx=staging)._load()
         largest = 0.0
         for text in texts:
-            for window in NameTagger._windows(runner, text, reference._words):
+            for window in reference._windows(runner, text):
                 ids = np.asarray([window[0]], dtype=np.int64)
                 mask = np.ones_like(ids)
                 largest = max(
