@@ -222,9 +222,11 @@ _ROLE_MODIFIERS = frozenset(
 )
 _OFFICE_WORDS = _ROLE_WORDS | _TITLES_EN  # what `EntityExtractor._role_candidate` reads as an office's words
 _CAPITALS_WORD = re.compile(r"\W*[A-Z][^a-z]*[A-Z][^a-z]*")  # two capitals or more and no small letter
-# A year written between "the" (or a possessive) and an event's name: the year is the name's ("the 2010 FIFA
-# World Cup", "Yugoslavia's 1990 World Cup"), as Wikipedia names such events.
-_LEADING_YEAR = re.compile(r"(?:\b[Tt]he|['’]s)\s+((?:1\d|20)\d\d)\s+$")
+# A year written between "the" (or a possessive) and a name typed `other`: the year is the name's ("the 2010
+# FIFA World Cup", "Yugoslavia's 1990 World Cup", "the 2014 French Open", "his 1953 Indianapolis 500"), as
+# Wikipedia names such events (`EntityExtractor._english_read`). Not before a person, an organisation or a
+# place ("the 1991 Red Sox"), nor before a word the lexicon knows ("the 1941 German bombing").
+_OWNED_YEAR = re.compile(r"(?:\b(?:[Tt]he|[Hh]is|[Hh]er|[Ii]ts|[Tt]heir)|['’]s)\s+((?:1\d|20)\d\d)\s+$")
 # A number of up to four digits right after a name, then a lower-case word or the end of a clause
 # ("Apollo 13 was", "UEFA Euro 2004 ,", "Windows 95 ."); not before a capital, a digit, a dash or a bracket,
 # where it is a score, a date or a table's column ("Chelsea 2 Arsenal 1", "Kuopio 25 November", "Bahrain 6 – 0").
@@ -343,7 +345,9 @@ RULES_REVISION = 9
 # its genus cut to an initial ("E. coli") is one name, `other`, the whole name's where the text spells it out
 # (`_SPECIES_INITIAL`, `_resolve_aliases`).
 # 23 (2026-12-06): a name whose most probable type is less likely than not claims none (`TYPE_MIN_PROBABILITY`).
-ENGLISH_RULES_REVISION = 23
+# 24 (2026-12-06): a year after "the" or a possessive is the name's of any name typed `other`, not only an event
+# word's ("the 2014 French Open": `_OWNED_YEAR`).
+ENGLISH_RULES_REVISION = 24
 # The same for what is done to the Japanese names after the rules and the tagger, which the tagger does not
 # read either. 1 (2026-12-05): a place's people are `other` ("日本人", "東京都民": `ja_rules.people_of_places`).
 JAPANESE_TYPES_REVISION = 1
@@ -869,7 +873,8 @@ class EntityExtractor:
         claims no type for its chunk (benchmarks/README.md, "Names the tagger reads as no name").
 
         A lone first word (`NameSpan.initial`) is left out unless the tagger reads it as a name (mean "O"
-        probability at most `INITIAL_NAME_MAX_OUTSIDE`); then it is typed as any other."""
+        probability at most `INITIAL_NAME_MAX_OUTSIDE`); then it is typed as any other. A name typed `other`
+        takes the year written before it after "the" or a possessive ("the 2014 French Open": `_OWNED_YEAR`)."""
         if typed is None:
             typed = self._typer_readings({sentence: spans}).get(sentence, {})
         found: list[tuple[str, str, np.ndarray | None, bool]] = []
@@ -892,7 +897,13 @@ class EntityExtractor:
                     no_name = no_name or float(reading.max()) < TYPE_MIN_PROBABILITY
                 elif typer_kind is not None:
                     kind = typer_kind
-            found.append((span.name, kind, reading, no_name))
+            name = span.name
+            # Once the type is known: the year before an event is its name's, before a team it is not, nor
+            # before a people's word, which describes what follows it ("the 1941 German bombing").
+            year = _OWNED_YEAR.search(sentence, 0, span.start) if kind == OTHER and not no_name else None
+            if year is not None and not name[:1].isdigit() and packaged_lexicon().get(name.lower()) is None:
+                name = f"{year.group(1)} {name}"
+            found.append((name, kind, reading, no_name))
         return found
 
     def english_spans(
@@ -963,12 +974,6 @@ class EntityExtractor:
                 opening = sentence[: match.start()].rstrip()
                 if _LETTER.search(opening) and not opening.endswith("("):
                     phrase = "The " + phrase
-            # An event's year before it is the name's ("the 2010 FIFA World Cup").
-            year = (
-                _LEADING_YEAR.search(before) if sure == OTHER and _head(words) in _EVENT_SUFFIX_EN else None
-            )
-            if year is not None:
-                phrase, begin, initial = f"{year.group(1)} {phrase}", year.start(1), False
             span = NameSpan(phrase, begin, end, kind, title, sure is not None, initial)
             # Not a heading label's number: "RESULTS 20 of the 29 cases" counts cases (`_label_end`).
             number = (
