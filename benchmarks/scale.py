@@ -1,7 +1,8 @@
 """Corpus size per replica (`hybridrag bench scale`): memory, load time, latency and vector recall against N.
 
 For each N a synthetic index of N chunks (`benchmarks/synthetic.py`: real base chunks copied with their real
-vectors plus noise, so the build runs no model; entities come from the copied text) is loaded in process
+vectors plus noise, so the build runs no model; entities come from the copied text; built in a child process,
+so what the build held is gone before its size is measured) is loaded in process
 (load time, vector recall@10 of the served search against an exact scan, without a filter and under a
 selective one passing `FILTER_SHARE` of the chunks; the version's bytes on disk per part and per chunk, and
 the chunks' own text among them) and served over HTTP: resident memory after warm-up and after the searches,
@@ -175,6 +176,8 @@ def run_scale(
     from hybridrag.indexing.models.embedders import load_embedder
 
     embedder = load_embedder(embedding_model)
+    # Before any size is built or served: the machine is as quiet as it gets.
+    encoding = query_encoding(embedding_model, queries)
     points = []
     for n in sorted(sizes):
         index_dir, build = index_for(n)
@@ -189,8 +192,34 @@ def run_scale(
         "date": now(),
         "machine": machine(),
         "config": {"embeddingModel": embedding_model, "searchesPerPoint": searches, "clients": 1},
+        "queryEncoding": encoding,
         "points": points,
         "extrapolated": extrapolate(points, [n for n in EXTRAPOLATE_TO if n > points[-1]["chunks"]]),
+    }
+
+
+def query_encoding(
+    embedding_model: str, queries: Sequence[str], count: int = RECALL_QUERIES
+) -> dict[str, Any]:
+    """What encoding one query costs with the service's encoder (`--encoder auto`), in process, one at a
+    time: the part of every semantic and graph search that no index makes cheaper (the p50 of `count`
+    queries, after a warm-up)."""
+    from hybridrag.indexing.models.embedders import load_embedder
+
+    model = load_embedder(embedding_model, encoder="auto")
+    texts = list(queries[:count])
+    for text in texts[:WARMUP]:
+        model.embed_queries([text])
+    took = []
+    for text in texts:
+        t0 = time.perf_counter()
+        model.embed_queries([text])
+        took.append((time.perf_counter() - t0) * 1000)
+    return {
+        "encoder": getattr(model, "encoder", "torch"),
+        "queries": len(took),
+        "p50ms": round(percentile(took, 50), 2) if took else None,
+        "p95ms": round(percentile(took, 95), 2) if took else None,
     }
 
 
@@ -299,8 +328,19 @@ def to_markdown(report: dict[str, Any]) -> str:
         "`HYBRIDRAG_RELEASE_MAPPED_EVERY` (32) searches. The filter passes "
         f"{FILTER_SHARE:.0%} of the chunks at random (seeded). Disk: bytes of the version per chunk, and beyond "
         "the chunks' own text (its UTF-8 bytes).\n"
+        + _encoding(report.get("queryEncoding"))
         + _disk_parts(report["points"])
         + _extrapolated(report.get("extrapolated"))
+    )
+
+
+def _encoding(encoding: dict[str, Any] | None) -> str:
+    if not encoding or encoding.get("p50ms") is None:
+        return ""
+    return (
+        f"A query's encoding alone, in process, one at a time ({encoding['encoder']}, {encoding['queries']} "
+        f"queries): p50 / p95 {encoding['p50ms']} / {encoding['p95ms']} ms, part of every semantic and graph "
+        "search at any size.\n"
     )
 
 

@@ -11,6 +11,8 @@ time, so search latency is measured in full; only the build's embed stage is not
 from __future__ import annotations
 
 import json
+import os
+import resource
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -148,6 +150,12 @@ def build_synthetic(
         "wallSeconds": round(wall_s, 2),
         "bytesOnDisk": summary.bytes_on_disk,
         "embedMisses": embedder.misses,
+        # The process that built it (`bench scale` builds in a child) and its peak resident memory (the
+        # shard children's apart).
+        "process": {
+            "pid": os.getpid(),
+            "peakRssMB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        },
         "indexDir": str(out / "index"),
     }
 
