@@ -17,12 +17,24 @@ import json
 import statistics
 import time
 import timeit
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hybridrag.benchmarks.common import machine, markdown_table, now, percentile
+
+
+def one_query_at_a_time(embedder: Any, texts: Sequence[str]) -> tuple[np.ndarray, list[float]]:
+    """Each text encoded as a query alone, as a search encodes it: the vectors and each call's milliseconds."""
+    vectors = []
+    took = []
+    for text in texts:
+        t0 = time.perf_counter()
+        vectors.append(embedder.embed_queries([text])[0])
+        took.append((time.perf_counter() - t0) * 1000)
+    return (np.vstack(vectors) if vectors else np.empty((0, 0), dtype=np.float32)), took
 
 
 def _texts(dataset: Path, queries: int, passages: int, passage_chars: int) -> tuple[list[str], list[str]]:
@@ -115,16 +127,11 @@ def run_encoders(
                 rows.append({"model": model, "encoder": encoder, "skipped": str(exc)})
                 continue
             embedder.embed_queries(["warm-up"])
-            latencies = []
-            query_vectors = []
-            for text in qs:
-                t0 = time.perf_counter()
-                query_vectors.append(embedder.embed_queries([text])[0])
-                latencies.append((time.perf_counter() - t0) * 1000)
+            query_vectors, latencies = one_query_at_a_time(embedder, qs)
             t0 = time.perf_counter()
             passage_vectors = embedder.embed_passages(ps)
             seconds = time.perf_counter() - t0
-            vectors = {"queries": np.vstack(query_vectors), "passages": passage_vectors}
+            vectors = {"queries": query_vectors, "passages": passage_vectors}
             if encoder == "torch":
                 reference = vectors
             cosines = (

@@ -204,17 +204,13 @@ def query_encoding(
     """What encoding one query costs with the service's encoder (`--encoder auto`), in process, one at a
     time: the part of every semantic and graph search that no index makes cheaper (the p50 of `count`
     queries, after a warm-up)."""
+    from hybridrag.benchmarks.encoders import one_query_at_a_time
     from hybridrag.indexing.models.embedders import load_embedder
 
     model = load_embedder(embedding_model, encoder="auto")
     texts = list(queries[:count])
-    for text in texts[:WARMUP]:
-        model.embed_queries([text])
-    took = []
-    for text in texts:
-        t0 = time.perf_counter()
-        model.embed_queries([text])
-        took.append((time.perf_counter() - t0) * 1000)
+    one_query_at_a_time(model, texts[:WARMUP])
+    _vectors, took = one_query_at_a_time(model, texts)
     return {
         "encoder": getattr(model, "encoder", "torch"),
         "queries": len(took),
