@@ -3,13 +3,17 @@
 Tokens are produced by `indexing.analyzers` and stored in whitespace-tokenized fields, so the index needs
 no custom tantivy analyzer (which would have to be registered again on every open). Filters (file ids,
 entity types, date range) are clauses of the same query, so they apply before ranking (prefilter) and
-a count is the true number of matches. Counting visits every match of every query term, which the top hits
-alone do not need (tantivy then skips blocks that cannot enter them), so a search counts only when asked
-and `KeywordIndex.count` counts afterwards.
+a count is the true number of matches. A search counts only when asked and `KeywordIndex.count` counts
+afterwards, up to a bound where one is enough (`totalCount` under a relevance cut). The Python binding
+scores every match of every query term even for the top hits alone (it collects through a multi-collector,
+which tantivy's block-max pruning does not serve: a top 10 of one term held by all of 1M chunks takes as
+long as the scan, benchmarks/README.md "Keyword search at scale"), so a search costs what its terms'
+postings hold, and a count adds a second pass as long.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -119,6 +123,7 @@ class KeywordIndex:
         self._index = tantivy.Index.open(str(path))
         self._schema = self._index.schema
         self._searcher = self._index.searcher()
+        self._deleted = _deleted_documents(path, self.num_chunks)
         self._analyzer = analyzer
         self.bigram_weight = bigram_weight
         self.japanese_tokens = japanese_tokens
@@ -148,7 +153,7 @@ class KeywordIndex:
         """Top `limit` chunks by BM25, the number of matching chunks (without `count`, the hits' number: at
         least that many match) and the query's ceilings. `analysed`: the text's `query_terms` when the caller
         has them."""
-        query, ceiling, absent = self._query(text, filters, analysed)
+        query, ceiling, absent, _widest = self._query(text, filters, analysed)
         if query is None:
             return KeywordSearch([], 0, 0.0, absent, counted=True)
         # No more hits than chunks: tantivy sizes its top-k heap by the limit, and a deep page's offset
@@ -166,37 +171,55 @@ class KeywordIndex:
         text: str,
         filters: ChunkFilters | None = None,
         analysed: tuple[Sequence[str], Sequence[str]] | None = None,
+        at_most: int | None = None,
     ) -> int:
-        """How many chunks match `text` under `filters` (what `search` counts when asked)."""
-        query, _ceiling, _absent = self._query(text, filters, analysed)
+        """How many chunks match `text` under `filters` (what `search` counts when asked); with `at_most`,
+        `at_most` where at least that many do.
+
+        A query's terms are alternatives, so without filters every chunk holding its most frequent term
+        matches: where that term's chunks (less any deleted ones not yet merged away, which the term's
+        frequency still counts) reach `at_most`, no pass over the matches is needed.
+        """
+        query, _ceiling, _absent, widest = self._query(text, filters, analysed)
         if query is None:
             return 0
-        return int(getattr(self._searcher.search(query, limit=1, count=True), "count", 0) or 0)
+        if (
+            at_most is not None
+            and (filters is None or not filters.active)
+            and self._deleted is not None
+            and widest - self._deleted >= at_most
+        ):
+            return at_most
+        found = int(getattr(self._searcher.search(query, limit=1, count=True), "count", 0) or 0)
+        return found if at_most is None else min(found, at_most)
 
     def _query(
         self,
         text: str,
         filters: ChunkFilters | None,
         analysed: tuple[Sequence[str], Sequence[str]] | None,
-    ) -> tuple[tantivy.Query | None, float, float]:
+    ) -> tuple[tantivy.Query | None, float, float, int]:
         """The query for `text` under `filters` (None: no term of it is in the corpus), its ceiling and
-        absent sums (`KeywordSearch`)."""
+        absent sums (`KeywordSearch`), and the largest number of chunks one of its terms is in (deleted ones
+        not yet merged away included)."""
         tokens, bigrams = self.query_terms(text) if analysed is None else analysed
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         ceiling = absent = 0.0
+        widest = 0
         for field, terms, boost in (("tokens", tokens, 1.0), ("bigrams", bigrams, self.bigram_weight)):
             for term in terms:
                 df = self._searcher.doc_freq(field, term)
                 if df == 0:
                     absent += boost * self._idf(0) * (BM25_K1 + 1.0)
                     continue
+                widest = max(widest, df)
                 q = tantivy.Query.term_query(self._schema, field, term)
                 clauses.append(
                     (tantivy.Occur.Should, q if boost == 1.0 else tantivy.Query.boost_query(q, boost))
                 )
                 ceiling += boost * self._idf(df) * (BM25_K1 + 1.0)
         if not clauses:
-            return None, 0.0, absent
+            return None, 0.0, absent, 0
         query = tantivy.Query.boolean_query(clauses)
         filter_query = self._filter_query(filters)
         if filter_query is not None:
@@ -206,7 +229,7 @@ class KeywordIndex:
                     (tantivy.Occur.Must, tantivy.Query.const_score_query(filter_query, 0.0)),
                 ]
             )
-        return query, ceiling, absent
+        return query, ceiling, absent, widest
 
     def _idf(self, df: int) -> float:
         n = max(1, self.num_chunks)
@@ -233,3 +256,15 @@ class KeywordIndex:
         if not musts:
             return None
         return tantivy.Query.boolean_query(musts)
+
+
+def _deleted_documents(path: Path, live: int) -> int | None:
+    """How many deleted documents the index's segments still hold (a term's frequency counts them until a
+    merge drops them): the segments' documents in tantivy's `meta.json` less the `live` ones. None where
+    the file cannot be read as expected."""
+    try:
+        meta = json.loads((path / "meta.json").read_text("utf-8"))
+        held = sum(int(segment["max_doc"]) for segment in meta["segments"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return max(0, held - live)

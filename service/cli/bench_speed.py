@@ -301,6 +301,37 @@ def bench_vector_scale(
     typer.echo(markdown)
 
 
+@bench_app.command("keyword-scale")
+def bench_keyword_scale(
+    dataset: Annotated[
+        Path,
+        typer.Option("--dataset", help="BEIR-layout folder: its corpus is the base of the synthetic one"),
+    ],
+    chunks: Annotated[
+        str, typer.Option("--chunks", help="Comma-separated numbers of chunks, e.g. 300000,1000000,3000000")
+    ] = "300000,1000000,3000000",
+    split: Annotated[str, typer.Option(help="qrels split whose queries are searched")] = "train",
+    max_queries: Annotated[int, typer.Option(min=1, help="Queries searched at each size")] = 300,
+    workdir: Annotated[
+        Path | None, typer.Option(help="Where the keyword indexes are written (~0.2 KB a chunk)")
+    ] = None,
+    out: OutOpt = None,
+) -> None:
+    """The keyword search at N synthetic chunks: a search, a count and a bounded count, in ms."""
+    offline()
+    from hybridrag.benchmarks.common import RESULTS, load_beir, write_results
+    from hybridrag.benchmarks.keyword_scale import run_keyword_scale, to_markdown
+
+    sizes = _sizes(chunks, "--chunks")
+    data = load_beir(dataset, split)
+    queries = [data.queries[q][:1000] for q in sorted(data.queries)][:max_queries]
+    report = run_keyword_scale(data.corpus, queries, sizes, workdir)
+    target = out or RESULTS / f"keyword-scale-{data.name}.json"
+    markdown = to_markdown(report)
+    write_results(target, report, markdown)
+    typer.echo(markdown)
+
+
 @bench_app.command("swap")
 def bench_swap(
     dataset: Annotated[

@@ -18,7 +18,7 @@ from hybridrag.pipeline import crag
 from hybridrag.pipeline.batching import BatchingEmbedder
 from hybridrag.pipeline.classifier import QueryClassifier
 from hybridrag.pipeline.errors import InvalidSearch, NotReady
-from hybridrag.pipeline.fusion import FusedItem, list_evidence, weighted_rrf
+from hybridrag.pipeline.fusion import FusedItem, deepest_passing_rank, list_evidence, weighted_rrf
 from hybridrag.pipeline.lifecycle import ComponentStatus, IndexLifecycle
 from hybridrag.pipeline.loaded_index import LoadedIndex
 from hybridrag.pipeline.ranking import (
@@ -107,7 +107,15 @@ class SearchEngine(IndexLifecycle):
             retrieved=retrieved,
             timings=timings,
             kept=kept,
-            total=_total(kept, fused, retrieved, plan.depth),
+            total=_total(
+                kept,
+                fused,
+                retrieved,
+                plan.depth,
+                cut,
+                request.rrf_config.k,
+                self._score_weighted(request),
+            ),
             evidence=evidence,
             probability=probability,
             relevance=relevance,
@@ -178,7 +186,7 @@ class SearchEngine(IndexLifecycle):
         # its weight kept in the normaliser would only shrink every score.
         rankings = {name: [c.id for c in r.candidates] for name, r in retrieved.items() if r.candidates}
         evidence = None
-        if (request.fusion or self.search_settings.fusion) == "score-rrf":
+        if self._score_weighted(request):
             evidence = {
                 name: list_evidence(retrieved[name].candidates, retrieved[name].ratio_scores)
                 for name in rankings
@@ -189,6 +197,10 @@ class SearchEngine(IndexLifecycle):
         k, normalize = request.rrf_config.k, request.rrf_config.normalize_scores
         unseen = _ahead_of_graph(index, rankings)
         return weighted_rrf(rankings, used, k=k, normalize=normalize, evidence=evidence, unseen=unseen)
+
+    def _score_weighted(self, request: SearchRequest) -> bool:
+        """Whether the fusion weighs each rank by its score evidence (score-weighted RRF)."""
+        return (request.fusion or self.search_settings.fusion) == "score-rrf"
 
     def _check_rerank_model(self, request: SearchRequest) -> None:
         """A request may name only a cross-encoder from the server's allow-list."""
@@ -408,10 +420,25 @@ def _ahead_of_graph(index: LoadedIndex, rankings: dict[str, list[str]]) -> dict[
     return {"graph": {i for i, a in zip(ids, ahead.tolist(), strict=True) if a}}
 
 
-def _total(kept: list[FusedItem], fused: list[FusedItem], retrieved: dict[str, Retrieved], depth: int) -> int:
+def _total(
+    kept: list[FusedItem],
+    fused: list[FusedItem],
+    retrieved: dict[str, Retrieved],
+    depth: int,
+    cut: float,
+    k: int,
+    weighted: bool,
+) -> int:
     """How many results pass the cut: the kept count, or, when one strategy alone answered and everything
-    it returned passed, its own match count (the honest total beyond the fetched depth)."""
+    it returned passed, what deeper pages would keep too: its matches down to the deepest rank the cut can
+    let through (`deepest_passing_rank`), or all its matches when nothing is cut. A count of every match of
+    a search whose cut stops a few hundred deep would promise more than any page can show."""
     rankings = [r for r in retrieved.values() if r.candidates]
-    if len(rankings) == 1 and kept and len(kept) == len(fused) and len(rankings[0].candidates) >= depth:
-        return max(len(kept), rankings[0].matched())
-    return len(kept)
+    if len(rankings) != 1 or not kept or len(kept) != len(fused) or len(rankings[0].candidates) < depth:
+        return len(kept)
+    alone = rankings[0]
+    first = next(f.score for f in fused if f.id == alone.candidates[0].id)
+    deepest = deepest_passing_rank(alone.candidates, alone.ratio_scores, weighted, first, cut, k)
+    if deepest is None:
+        return max(len(kept), alone.matched())
+    return max(len(kept), min(deepest, alone.matched(at_most=deepest)))

@@ -154,3 +154,30 @@ def list_evidence(candidates: Sequence[Scored], ratio_scores: bool) -> list[floa
         EVIDENCE_FLOOR + (1.0 - EVIDENCE_FLOOR) * min(1.0, max(0.0, c.score)) if c.kind == "chunk" else 1.0
         for c in candidates
     ]
+
+
+def deepest_passing_rank(
+    candidates: Sequence[Scored], ratio_scores: bool, weighted: bool, first_score: float, cut: float, k: int
+) -> int | None:
+    """How deep one strategy's list, fused alone, passes a cut on the fused score (`cut`) beyond the
+    candidates fetched: the deepest rank whose RRF term can still reach it. `first_score`: the fused score of
+    the list's first candidate. None: no bound (no cut, or a list shorter than the evidence's reference
+    rank, whose scale a deeper fetch would change).
+
+    The term at rank r is first_score * (e_r / e_1) * (k + 1) / (k + r), e being the score evidence (1 under
+    plain RRF). Past the reference rank a min-max scaled list's every deeper score lies at or below the
+    scale's low end, so e_r is the last candidate's evidence exactly; a list of `ratio_scores` may hold an
+    entity or a report deeper, whose evidence is 1, the bound used.
+    """
+    if cut <= 0 or not candidates:
+        return None
+    n = len(candidates)
+    if not math.isfinite(cut):
+        return n
+    first = last = 1.0
+    if weighted:
+        if not ratio_scores and n < REFERENCE_RANK:
+            return None
+        evidence = list_evidence(candidates, ratio_scores)
+        first, last = evidence[0], (1.0 if ratio_scores else evidence[-1])
+    return max(n, math.floor(first_score * (last / first) * (k + 1) / cut - k))

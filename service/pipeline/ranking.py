@@ -92,7 +92,8 @@ def fetch_depth(request: SearchRequest, start: int = 0) -> int:
     fused score, so on a large corpus nearly every candidate of an on-topic search passes the default
     cut, and counting them all took lists ~800 deep (1.3-1.6x the latency at 100k chunks,
     benchmarks/README.md, "Constants"). Where a strategy's list is full, `totalCount` counts what passed
-    among these candidates.
+    among these candidates; where one strategy alone answers and all of them passed, its matches down to the
+    rank where the cut stops them (`engine._total`).
     """
     need = request.options.offset + request.options.limit
     return max(MIN_DEPTH, need, start)

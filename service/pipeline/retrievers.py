@@ -54,16 +54,19 @@ class Retrieved:
     # True when each candidate's `score` is its raw score over the best of its kind, on a scale with a natural
     # zero (the graph's PageRank mass): fusion then weighs it as such instead of min-max over the list.
     ratio_scores: bool = False
-    # Counts the matches when the total is read (`matched`): counting is a pass over every match that
-    # ranking does not need, and only a search that one strategy alone answers reads it.
-    counter: Callable[[], int] | None = None
+    # Counts the matches when the total is read (`matched`; its argument: the most the reader needs to
+    # know of): counting is a pass over every match that ranking does not need, and only a search that one
+    # strategy alone answers reads it.
+    counter: Callable[[int | None], int] | None = None
     # What the retriever learned about the query as a whole, on absolute scales (the relevance model's
     # inputs, `pipeline.relevance`): keyword "coverage", semantic "top".
     evidence: dict[str, float] = field(default_factory=dict)
 
-    def matched(self) -> int:
-        """How many chunks matched: `total`, or counted now."""
-        return self.counter() if self.counter is not None else self.total
+    def matched(self, at_most: int | None = None) -> int:
+        """How many chunks matched (`total`, or counted now); with `at_most`, that many where at least that
+        many did."""
+        found = self.counter(at_most) if self.counter is not None else self.total
+        return found if at_most is None else min(found, at_most)
 
 
 class Retriever(Protocol):
@@ -97,7 +100,9 @@ class KeywordRetriever:
             found.total,
             evidence=keyword_evidence(found),
             # A list shorter than asked holds every match: nothing more to count.
-            counter=(lambda: index.count(query.text, query.filters, query.terms)) if full else None,
+            counter=(lambda at_most: index.count(query.text, query.filters, query.terms, at_most))
+            if full
+            else None,
         )
 
 

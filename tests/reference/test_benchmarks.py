@@ -640,3 +640,33 @@ def test_vector_scale_benchmark_compares_flat_codes_with_the_inverted_file(
         sims = flat[rows] @ q
         assert list(sims) == sorted(sims, reverse=True)
         assert sims[-1] >= np.max(np.where(mask, flat @ q, -np.inf)[~np.isin(np.arange(4000), rows)])
+
+
+def test_keyword_scale_benchmark_times_a_search_a_count_and_a_bounded_count(tmp_path: Path) -> None:
+    """Copies of a small corpus at two sizes, read by the service's `KeywordIndex`: the bounded count agrees
+    with the count (checked inside), a query whose term every copy holds needs no pass, and the indexes
+    are removed."""
+    from conftest import jsonl_corpus
+
+    from hybridrag.benchmarks import keyword_scale
+
+    rows = [{"_id": f"d{i}", "title": f"Title {i}", "text": f"granite {i} basalt river"} for i in range(40)]
+    corpus = jsonl_corpus(tmp_path / "c", rows) / "d.jsonl"
+    work = tmp_path / "work"
+    work.mkdir()
+    report = keyword_scale.run_keyword_scale(
+        corpus, ["granite", "basalt 7", "nothing here"], [200, 800], work
+    )
+    small, large = report["points"]
+    assert (small["chunks"], large["chunks"], report["basePassages"]) == (200, 800, 40)
+    assert large["matchesP50"] == 800  # "basalt 7": every copy holds "basalt"
+    # 800 chunks hold "granite" and "basalt" (>= 500: no pass); 200 do not reach the bound, nor does a
+    # query of words in no chunk (no query at all, so no pass either).
+    assert large["bounded"]["withoutPass"] == 1.0 and small["bounded"]["withoutPass"] == pytest.approx(
+        1 / 3, abs=1e-3
+    )
+    for point in (small, large):
+        for part in ("search", "count", "bounded", "oneTerm"):
+            assert point[part]["p50ms"] > 0, part
+    assert list(work.iterdir()) == []
+    assert "| 800 |" in keyword_scale.to_markdown(report)

@@ -117,6 +117,39 @@ def test_paging_is_stable_and_total_is_consistent(client: TestClient) -> None:
         assert far.status_code == 200 and far.json()["results"] == [], strategy
 
 
+def test_the_total_of_one_strategy_under_a_cut_is_what_its_pages_hold(tmp_path: Path) -> None:
+    """A search one strategy alone answers, all of whose first 100 candidates pass the relevance cut: its
+    `totalCount` is how many results the pages down to the end hold, not every chunk that holds a word of
+    the query (400 here; the cut stops where the fused score, falling with the rank, drops under it)."""
+    from conftest import jsonl_corpus
+
+    from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
+    from hybridrag.pipeline.engine import SearchEngine
+
+    words = "granite basalt river valley meadow harbor lantern orchard canyon glacier".split()
+    rows = []
+    for i in range(1000):  # 400 chunks alike in the query's word and length: tied scores
+        filler = " ".join(words[(i + j) % 10] for j in range(6))
+        rows.append(
+            {"_id": f"d{i}", "title": "", "text": f"zebra {filler}" if i % 5 < 2 else f"{filler} quartz"}
+        )
+    index_dir = tmp_path / "idx"
+    IndexBuilder(index_dir, BuildConfig(embedding_model=None)).build(jsonl_corpus(tmp_path / "c", rows))
+    settings = Settings(index_dir=index_dir, _env_file=None)  # type: ignore[call-arg]
+    totals = []
+    with TestClient(create_app(settings, SearchEngine(settings), wait=True)) as client:
+        for min_relevance in (0.0, 0.3, 0.4, 0.5, 0.6):
+            body = {"text": "zebra", "filters": {"minRelevance": min_relevance}}
+            options = {"strategies": ["keyword"], "limit": 100}
+            first = search(client, {**body, "options": options})
+            held, offset = 0, 0
+            while page := search(client, {**body, "options": {**options, "offset": offset}})["results"]:
+                held, offset = held + len(page), offset + 100
+            assert first["totalCount"] == held, min_relevance
+            totals.append(held)
+    assert totals[0] == 400 and any(100 < t < 400 for t in totals), totals
+
+
 def test_file_and_date_filters_apply_to_every_strategy(client: TestClient) -> None:
     data = search(
         client, {"text": "Nobel Prize", "filters": {"fileIds": ["yukawa-ja.md"], "minRelevance": 0}}

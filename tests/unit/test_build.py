@@ -367,9 +367,9 @@ def test_a_failure_beside_the_graph_leaves_nothing_written(
 
 
 def test_keyword_search_counts_its_matches_only_when_asked(sample_index: Path) -> None:
-    """A search that does not count returns the same hits (tantivy may then skip what cannot enter them);
-    `count` counts what a counting search counts, under filters too; the retriever counts only when its
-    total is read, and only for a list as long as asked."""
+    """A search that does not count returns the same hits; `count` counts what a counting search counts,
+    under filters too; the retriever counts only when its total is read, and only for a list as long as
+    asked."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.stores.filters import ChunkFilters
     from hybridrag.indexing.stores.keyword import KeywordIndex
@@ -415,13 +415,60 @@ def test_total_count_reads_a_count_only_where_one_strategy_alone_answers() -> No
     def never() -> int:
         raise AssertionError("counted for nothing")
 
+    def total(kept: list[FusedItem], retrieved: dict[str, Retrieved], cut: float = 0.0) -> int:
+        return _total(kept, fused, retrieved, 3, cut, k=60, weighted=False)
+
+    asked: list[int | None] = []
+
+    def counter(at_most: int | None) -> int:
+        asked.append(at_most)
+        return 500 if at_most is None else min(500, at_most)
+
     cands = [Candidate(f"c{i}", 1.0, 1.0) for i in range(3)]
-    fused = [FusedItem(c.id, 1.0) for c in cands]
-    alone = {"keyword": Retrieved(cands, 3, counter=lambda: 500)}
-    assert _total(fused, fused, alone, depth=3) == 500
-    assert _total(fused[:2], fused, {"keyword": Retrieved(cands, 3, counter=never)}, depth=3) == 2  # cut
+    fused = [FusedItem(c.id, 61 / (60 + i)) for i, c in enumerate(cands, start=1)]
+    assert total(fused, {"keyword": Retrieved(cands, 3, counter=counter)}) == 500 and asked == [None]
+    # Under a cut at 0.5 of the first's score plain RRF passes down to rank 61 / 0.5 - 60 = 62: so many
+    # are counted at most, what pages down to the end would keep.
+    assert total(fused, {"keyword": Retrieved(cands, 3, counter=counter)}, cut=0.5) == 62 and asked[-1] == 62
+    assert total(fused, {"semantic": Retrieved(cands, 40)}, cut=0.5) == 40
+    assert total(fused[:2], {"keyword": Retrieved(cands, 3, counter=never)}) == 2  # cut
     both = {"keyword": Retrieved(cands, 3, counter=never), "semantic": Retrieved(cands, 40)}
-    assert _total(fused, fused, both, depth=3) == 3
+    assert total(fused, both) == 3
+
+
+def test_a_keyword_count_up_to_a_bound_reads_term_frequencies_less_deleted_chunks(tmp_path: Path) -> None:
+    """`count(at_most=n)`: `n` without a pass over the matches where a term's chunks, less the deleted
+    ones its frequency still counts, reach it; a count otherwise, and always under filters."""
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.stores.filters import ChunkFilters
+    from hybridrag.indexing.stores.keyword import KeywordIndex, KeywordIndexWriter, KeywordRow
+
+    path = tmp_path / "keyword"
+    writer = KeywordIndexWriter(path, Analyzer(), create=True)
+    writer.add(KeywordRow(f"c{i}", f"d{i}", f"f{i % 2}", "", f"alpha beta {i}", None) for i in range(50))
+    writer.commit()
+    writer = KeywordIndexWriter(path, Analyzer(), create=False)
+    writer.delete_documents(f"d{i}" for i in range(45))
+    writer.commit()
+    index = KeywordIndex(path, Analyzer(), 0.3, True)
+    assert index._searcher.doc_freq("tokens", "alpha") == 50  # the deleted chunks still counted there
+    passes: list[int] = []
+    searcher = index._searcher
+
+    class Counting:
+        def __getattr__(self, name: str) -> object:
+            return getattr(searcher, name)
+
+        def search(self, *args: object, **kwargs: object) -> object:
+            passes.append(1)
+            return searcher.search(*args, **kwargs)
+
+    index._searcher = Counting()  # type: ignore[assignment]
+    assert index.count("alpha") == 5 and len(passes) == 1
+    assert index.count("alpha", at_most=3) == 3 and len(passes) == 1  # 50 - 45 deleted >= 3: no pass
+    assert index.count("alpha beta", at_most=10) == 5 and len(passes) == 2  # 50 - 45 < 10: counted
+    odd = ChunkFilters(file_ids=["f1"])
+    assert index.count("alpha", odd, at_most=2) == 2 and len(passes) == 3  # filtered: counted
 
 
 def test_a_write_collects_garbage_less_often_and_puts_the_thresholds_back(

@@ -182,3 +182,58 @@ def test_a_candidate_one_list_could_not_see_is_scored_by_the_others_alone() -> N
     assert {f.id: f.score for f in same} == plain
     with pytest.raises(ValueError, match="not fused"):
         weighted_rrf(rankings, weights, unseen={"rerank": {"new"}})
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+@pytest.mark.parametrize("tied", [True, False])
+def test_the_deepest_passing_rank_is_where_a_deeper_fetch_stops_passing(weighted: bool, tied: bool) -> None:
+    """One list fused alone, fetched 100 deep with every candidate over the cut: the deepest rank the cut can
+    let through is how many a fetch 1,000 deep keeps (min-max evidence, tied scores, plain RRF)."""
+    from hybridrag.pipeline.fusion import deepest_passing_rank, list_evidence
+    from hybridrag.pipeline.retrievers import Candidate
+
+    scores = [5.0] * 1000 if tied else [10.0 - i * 0.001 for i in range(1000)]
+    everything = [Candidate(f"c{i}", s, 0.5) for i, s in enumerate(scores)]
+
+    def fuse(candidates: list[Candidate]) -> list[float]:
+        evidence = {"keyword": list_evidence(candidates, False)} if weighted else None
+        ids = [c.id for c in candidates]
+        return [f.score for f in weighted_rrf({"keyword": ids}, {"keyword": 1.0}, evidence=evidence)]
+
+    fetched, deep = fuse(everything[:100]), fuse(everything)
+    checked = 0
+    # Cuts off the exact boundaries (61 / 0.1 - 60 is a whole rank, on which float rounding decides).
+    for ratio in (0.0123, 0.0217, 0.0311, 0.1037, 0.2071, 0.3019):
+        cut = fetched[0] * ratio
+        if min(fetched) < cut:
+            continue  # not every fetched candidate passed: the kept count is the total
+        deepest = deepest_passing_rank(everything[:100], False, weighted, fetched[0], cut, 60)
+        assert deepest is not None and min(deepest, 1000) == sum(1 for s in deep if s >= cut), ratio
+        checked += 1
+    assert checked >= 2
+    assert deepest_passing_rank(everything[:100], False, weighted, fetched[0], 0.0, 60) is None  # no cut
+    # A scale a deeper fetch would change (a list shorter than the reference rank) gives no bound.
+    short = deepest_passing_rank(everything[:50], False, weighted, fetched[0], fetched[0] * 0.01, 60)
+    assert (short is None) == weighted
+
+
+def test_the_deepest_passing_rank_of_a_graph_list_bounds_its_deeper_entities() -> None:
+    """A graph's list weighs passages by their mass and entities at 1: past a passage with little mass an
+    entity can score more, so the rank found is a bound, never short of what a deeper fetch keeps."""
+    from hybridrag.pipeline.fusion import deepest_passing_rank, list_evidence
+    from hybridrag.pipeline.retrievers import Candidate
+
+    everything = [
+        Candidate(f"e{i}", 1.0, 1.0, kind="entity") if i % 7 == 6 else Candidate(f"c{i}", 0.0, 1.0 / (1 + i))
+        for i in range(600)
+    ]
+
+    def fuse(candidates: list[Candidate]) -> list[float]:
+        ids = [c.id for c in candidates]
+        evidence = {"graph": list_evidence(candidates, True)}
+        return [f.score for f in weighted_rrf({"graph": ids}, {"graph": 1.0}, evidence=evidence)]
+
+    fetched, deep = fuse(everything[:100]), fuse(everything)
+    cut = min(fetched)
+    deepest = deepest_passing_rank(everything[:100], True, True, fuse(everything[:1])[0], cut, 60)
+    assert deepest is not None and deepest >= sum(1 for s in deep if s >= cut) > 100
