@@ -32,6 +32,10 @@ class BeirDataset:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
 
+    def query_texts(self, limit: int | None = None) -> list[str]:
+        """The queries in id order, each cut to the contract's 1,000 characters; the first `limit`."""
+        return [self.queries[q][:1000] for q in sorted(self.queries)[:limit]]
+
 
 def load_beir(path: Path, split: str) -> BeirDataset:
     """Queries that have judgements in `qrels/<split>.tsv`, and those judgements."""

@@ -71,7 +71,7 @@ def _queries_and_indexes(
     from hybridrag.indexing.builds.build import BuildConfig
 
     data = load_beir(dataset, split)
-    queries = [data.queries[q][:1000] for q in sorted(data.queries)[:max_queries]]
+    queries = data.query_texts(max_queries)
     index_dir, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
     indexes = [(data.name, index_dir)]
     target = target or RESULTS / f"{stem}-{data.name}-{embedding_model}.json"

@@ -242,7 +242,7 @@ def bench_scale(
 
     sizes = _sizes(chunks, "--chunks")
     data = load_beir(dataset, split)
-    queries = [data.queries[q][:1000] for q in sorted(data.queries)]
+    queries = data.query_texts()
     base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
     target = out or RESULTS / f"scale-{data.name}-{embedding_model}.json"
 
@@ -289,7 +289,7 @@ def bench_vector_scale(
 
     sizes = _sizes(rows, "--rows")
     data = load_beir(dataset, split)
-    queries = [data.queries[q][:1000] for q in sorted(data.queries)][:max_queries]
+    queries = data.query_texts(max_queries)
     base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
     version = current_version(base)
     base_vectors = open_rows(version.path / "vectors", int(version.manifest["embedding"]["dim"])).all()
@@ -324,7 +324,7 @@ def bench_keyword_scale(
 
     sizes = _sizes(chunks, "--chunks")
     data = load_beir(dataset, split)
-    queries = [data.queries[q][:1000] for q in sorted(data.queries)][:max_queries]
+    queries = data.query_texts(max_queries)
     report = run_keyword_scale(data.corpus, queries, sizes, workdir)
     target = out or RESULTS / f"keyword-scale-{data.name}.json"
     markdown = to_markdown(report)
@@ -362,7 +362,7 @@ def bench_swap(
     if second_version not in SECOND_VERSIONS:
         raise typer.BadParameter(f"one of {', '.join(SECOND_VERSIONS)}", param_hint="--second-version")
     data = load_beir(dataset, split)
-    queries = [data.queries[q][:1000] for q in sorted(data.queries)]
+    queries = data.query_texts()
     base, _ = cached_index(data, BuildConfig(embedding_model=embedding_model))
     target = out or RESULTS / f"swap-{data.name}-{chunks}-{second_version}-{embedding_model}.json"
     index_dir = synthetic_index(data.name, base, chunks, embedding_model, target)
