@@ -180,4 +180,6 @@ def deepest_passing_rank(
             return None
         evidence = list_evidence(candidates, ratio_scores)
         first, last = evidence[0], (1.0 if ratio_scores else evidence[-1])
+        if first <= 0:  # a first candidate without weight (an evidence floor of 0) bounds nothing
+            return None
     return max(n, math.floor(first_score * (last / first) * (k + 1) / cut - k))

@@ -412,7 +412,7 @@ def test_total_count_reads_a_count_only_where_one_strategy_alone_answers() -> No
     from hybridrag.pipeline.fusion import FusedItem
     from hybridrag.pipeline.retrievers import Candidate, Retrieved
 
-    def never() -> int:
+    def never(_at_most: int | None = None) -> int:
         raise AssertionError("counted for nothing")
 
     def total(kept: list[FusedItem], retrieved: dict[str, Retrieved], cut: float = 0.0) -> int:
