@@ -8,7 +8,8 @@ import json
 import os
 import platform
 import subprocess
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -243,6 +244,16 @@ def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def timed_each(call: Callable[[Any], Any], items: Iterable[Any]) -> tuple[list[Any], list[float]]:
+    """`call` on each item in turn: what each returned, and each call's milliseconds."""
+    results, took = [], []
+    for item in items:
+        t0 = time.perf_counter()
+        results.append(call(item))
+        took.append((time.perf_counter() - t0) * 1000)
+    return results, took
 
 
 def percentile(values: list[float], q: float) -> float:

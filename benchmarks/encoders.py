@@ -23,17 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from hybridrag.benchmarks.common import machine, markdown_table, now, percentile
+from hybridrag.benchmarks.common import machine, markdown_table, now, percentile, timed_each
 
 
 def one_query_at_a_time(embedder: Any, texts: Sequence[str]) -> tuple[np.ndarray, list[float]]:
     """Each text encoded as a query alone, as a search encodes it: the vectors and each call's milliseconds."""
-    vectors = []
-    took = []
-    for text in texts:
-        t0 = time.perf_counter()
-        vectors.append(embedder.embed_queries([text])[0])
-        took.append((time.perf_counter() - t0) * 1000)
+    vectors, took = timed_each(lambda text: embedder.embed_queries([text])[0], texts)
     return (np.vstack(vectors) if vectors else np.empty((0, 0), dtype=np.float32)), took
 
 

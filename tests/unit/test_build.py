@@ -439,6 +439,7 @@ def test_total_count_reads_a_count_only_where_one_strategy_alone_answers() -> No
 def test_a_keyword_count_up_to_a_bound_reads_term_frequencies_less_deleted_chunks(tmp_path: Path) -> None:
     """`count(at_most=n)`: `n` without a pass over the matches where a term's chunks, less the deleted
     ones its frequency still counts, reach it; a count otherwise, and always under filters."""
+    from hybridrag.benchmarks.keyword_scale import counting_passes
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.stores.filters import ChunkFilters
     from hybridrag.indexing.stores.keyword import KeywordIndex, KeywordIndexWriter, KeywordRow
@@ -452,23 +453,12 @@ def test_a_keyword_count_up_to_a_bound_reads_term_frequencies_less_deleted_chunk
     writer.commit()
     index = KeywordIndex(path, Analyzer(), 0.3, True)
     assert index._searcher.doc_freq("tokens", "alpha") == 50  # the deleted chunks still counted there
-    passes: list[int] = []
-    searcher = index._searcher
-
-    class Counting:
-        def __getattr__(self, name: str) -> object:
-            return getattr(searcher, name)
-
-        def search(self, *args: object, **kwargs: object) -> object:
-            passes.append(1)
-            return searcher.search(*args, **kwargs)
-
-    index._searcher = Counting()  # type: ignore[assignment]
-    assert index.count("alpha") == 5 and len(passes) == 1
-    assert index.count("alpha", at_most=3) == 3 and len(passes) == 1  # 50 - 45 deleted >= 3: no pass
-    assert index.count("alpha beta", at_most=10) == 5 and len(passes) == 2  # 50 - 45 < 10: counted
-    odd = ChunkFilters(file_ids=["f1"])
-    assert index.count("alpha", odd, at_most=2) == 2 and len(passes) == 3  # filtered: counted
+    with counting_passes(index) as passes:
+        assert index.count("alpha") == 5 and len(passes) == 1
+        assert index.count("alpha", at_most=3) == 3 and len(passes) == 1  # 50 - 45 deleted >= 3: no pass
+        assert index.count("alpha beta", at_most=10) == 5 and len(passes) == 2  # 50 - 45 < 10: counted
+        odd = ChunkFilters(file_ids=["f1"])
+        assert index.count("alpha", odd, at_most=2) == 2 and len(passes) == 3  # filtered: counted
 
 
 def test_a_write_collects_garbage_less_often_and_puts_the_thresholds_back(
