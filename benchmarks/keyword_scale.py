@@ -13,63 +13,188 @@ dataset's queries:
   prunes by block maxima answers it at once; a scan takes time in proportion to N.
 Milliseconds are p50 / p95 of the call itself (in process; the service adds HTTP, the query's analysis and
 the other retrievers). The full-service view at N is `bench scale`.
+
+With the `lance` engine, the same copies are also written as a Lance table with Lance's own inverted index
+(BM25 over the same tokens, split at spaces only) and timed the same way (`search`, `oneTerm`, the query's
+analysis included as in `KeywordIndex.search`), beside how far its top 100 agree with tantivy's: copies of
+one passage tie, so agreement is counted in base passages (`basesAt100`: the share of tantivy's top 100's
+base passages Lance's top 100 also holds; `firstBase`: the share of queries whose first hit is a copy of the
+same passage). The service reads tantivy; this measures an engine that prunes, for comparison.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hybridrag.benchmarks.common import machine, markdown_table, now, percentile, timed_each
+from hybridrag.benchmarks.common import BeirDataset, machine, markdown_table, now, percentile, timed_each
 from hybridrag.benchmarks.synthetic import TAG
 
 DEPTH = 100
 BOUND = 500  # about where the default cut (0.3) stops a keyword-only list whose first 100 all pass
+ENGINES = ("tantivy", "lance")
 
 
-def _base_tokens(corpus: Path) -> list[str]:
-    """Each base passage's tokens (title, then text), space-joined, as the keyword index stores them."""
+def _documents(corpus: Path) -> tuple[list[str], list[str]]:
+    """Each passage's id and its tokens (title, then text), space-joined, as the keyword index stores them."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
 
     analyzer = Analyzer()
-    out = []
+    ids, tokens = [], []
     with corpus.open(encoding="utf-8") as fh:
         for line in fh:
             record = json.loads(line)
             text = " ".join(str(record.get("text") or "").split())
             title = str(record.get("title") or "")
-            out.append(" ".join(analyzer.tokens(f"{title}\n{text}" if title else text)))
-    return out
+            ids.append(str(record["_id"]))
+            tokens.append(" ".join(analyzer.tokens(f"{title}\n{text}" if title else text)))
+    return ids, tokens
 
 
-def write_index(base: Sequence[str], chunks: int, path: Path) -> float:
-    """The keyword index of `chunks` copies of the `base` passages at `path`; returns its seconds."""
-    import tantivy
-
+def copies(base: Sequence[str], chunks: int) -> Iterator[tuple[str, str]]:
+    """`chunks` rows (id, tokens) of the synthetic corpus: copy c of base passage p is chunk "s{c * len(base)
+    + p}", its tokens the passage's and its tag's (analysed once a copy)."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
-    from hybridrag.indexing.stores.keyword import build_schema
 
     analyzer = Analyzer()
-    t0 = time.perf_counter()
-    index = tantivy.Index(build_schema(), path=str(path), reuse=False)
-    writer = index.writer(heap_size=512_000_000, num_threads=1)
     tag = ""
     for i in range(chunks):
         if i % len(base) == 0:  # a new copy: its tag's tokens
             tag = " ".join(analyzer.tokens(TAG.format(copy=i // len(base))))
-        doc = tantivy.Document(
-            chunk_id=f"s{i}", doc_id=f"s{i}", file_id="f", tokens=f"{base[i % len(base)]} {tag}", bigrams=""
+        yield f"s{i}", f"{base[i % len(base)]} {tag}"
+
+
+def write_index(rows: Iterable[tuple[str, str]], path: Path) -> float:
+    """A keyword index with the service's schema of `rows` (id, tokens) at `path`; returns its seconds."""
+    import tantivy
+
+    from hybridrag.indexing.stores.keyword import build_schema
+
+    t0 = time.perf_counter()
+    index = tantivy.Index(build_schema(), path=str(path), reuse=False)
+    writer = index.writer(heap_size=512_000_000, num_threads=1)
+    for chunk_id, tokens in rows:
+        writer.add_document(
+            tantivy.Document(chunk_id=chunk_id, doc_id=chunk_id, file_id="f", tokens=tokens, bigrams="")
         )
-        writer.add_document(doc)
     writer.commit()
     writer.wait_merging_threads()
     return time.perf_counter() - t0
+
+
+def write_lance_index(rows: Iterable[tuple[str, str]], path: Path, batch: int = 100_000) -> float:
+    """`rows` (id, tokens) as a Lance table at `path` with Lance's inverted index over the tokens (no further
+    analysis: split at spaces, as tantivy's field is); returns its seconds."""
+    import lance
+    import pyarrow as pa
+
+    schema = pa.schema([("chunk_id", pa.string()), ("tokens", pa.string())])
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        rows_left = iter(rows)
+        while part := list(itertools.islice(rows_left, batch)):
+            ids, tokens = zip(*part, strict=True)
+            yield pa.record_batch([pa.array(ids), pa.array(tokens)], schema=schema)
+
+    t0 = time.perf_counter()
+    dataset = lance.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), str(path))
+    dataset.create_scalar_index(
+        "tokens",
+        index_type="INVERTED",
+        base_tokenizer="whitespace",
+        lower_case=False,
+        stem=False,
+        remove_stop_words=False,
+        ascii_folding=False,
+        with_position=False,
+    )
+    return time.perf_counter() - t0
+
+
+def lance_searcher(path: Path) -> Callable[[str, int], list[tuple[str, float]]]:
+    """Top hits (id, BM25 score) of a text over the Lance table at `path`, the text analysed as
+    `KeywordIndex.search` analyses it."""
+    import lance
+
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+
+    analyzer = Analyzer()
+    dataset = lance.dataset(str(path))
+
+    def search(text: str, limit: int = DEPTH) -> list[tuple[str, float]]:
+        tokens = " ".join(analyzer.tokens(text))
+        if not tokens:
+            return []
+        found = dataset.to_table(full_text_query=tokens, columns=["chunk_id", "_score"], limit=limit)
+        pairs = zip(found.column("chunk_id").to_pylist(), found.column("_score").to_pylist(), strict=True)
+        return [(str(c), float(v)) for c, v in pairs]
+
+    return search
+
+
+def _base_of(chunk_id: str, passages: int) -> int:
+    return int(chunk_id[1:]) % passages  # copy i of the corpus is chunk "s{i}"
+
+
+def measure_lance(
+    path: Path, queries: Sequence[str], reference: Sequence[Sequence[str]], passages: int
+) -> dict[str, Any]:
+    """`search` and `oneTerm` over the Lance table at `path`, and its agreement with `reference` (tantivy's
+    top 100 chunk ids of each query) in base passages (module docstring)."""
+    search = lance_searcher(path)
+    for text in queries[:20]:  # warm the files into the page cache
+        search(text, DEPTH)
+    timings, found = _timed(lambda text: search(text, DEPTH), queries)
+    word = TAG.split()[0]
+    one_term, _ = _timed(lambda text: search(text, 10), [word] * 50)
+    shares, firsts = [], []
+    for hits, theirs in zip(found, reference, strict=True):
+        if not theirs:
+            continue
+        ours = [chunk_id for chunk_id, _score in hits]
+        wanted = {_base_of(c, passages) for c in theirs}
+        shares.append(len(wanted & {_base_of(c, passages) for c in ours}) / len(wanted))
+        firsts.append(bool(ours) and _base_of(ours[0], passages) == _base_of(theirs[0], passages))
+    return {
+        "search": timings,
+        "oneTerm": one_term,
+        "agreement": {
+            "basesAt100": round(sum(shares) / max(1, len(shares)), 4),
+            "firstBase": round(sum(firsts) / max(1, len(firsts)), 4),
+        },
+    }
+
+
+def engine_quality(dataset: BeirDataset) -> dict[str, dict[str, float]]:
+    """The dataset's own passages (one unit each, no copies) in tantivy, read by `KeywordIndex`, and in
+    Lance's inverted index over the same tokens: `bench quality`'s metrics of each engine's top 100. Both
+    read the analyser's tokens alone (the service adds Japanese bigrams beside them in tantivy)."""
+    from hybridrag.benchmarks.quality import evaluate
+    from hybridrag.indexing.analysis.analyzers import Analyzer
+    from hybridrag.indexing.stores.keyword import KeywordIndex
+    from hybridrag.indexing.stores.manifest import JAPANESE_TOKENS
+
+    ids, tokens = _documents(dataset.corpus)
+    runs: dict[str, dict[str, dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="keyword-quality-") as work:
+        write_index(zip(ids, tokens, strict=True), Path(work))
+        index = KeywordIndex(Path(work), Analyzer(), 0.0, JAPANESE_TOKENS)
+        runs["tantivy"] = {
+            qid: {h.chunk_id: float(h.score) for h in index.search(text, DEPTH, count=False).hits}
+            for qid, text in dataset.queries.items()
+        }
+    with tempfile.TemporaryDirectory(prefix="keyword-quality-lance-") as work:
+        write_lance_index(zip(ids, tokens, strict=True), Path(work) / "passages.lance")
+        search = lance_searcher(Path(work) / "passages.lance")
+        runs["lance"] = {qid: dict(search(text, DEPTH)) for qid, text in dataset.queries.items()}
+    return {engine: evaluate(dataset.qrels, run) for engine, run in runs.items()}
 
 
 def _timed(call: Callable[[str], Any], queries: Sequence[str]) -> tuple[dict[str, float], list[Any]]:
@@ -99,50 +224,75 @@ def counting_passes(index: Any) -> Iterator[list[int]]:
         index._searcher = searcher
 
 
-def measure(path: Path, queries: Sequence[str]) -> dict[str, Any]:
-    """The four timings of the module's docstring over the index at `path`."""
+def measure(path: Path, queries: Sequence[str]) -> tuple[dict[str, Any], list[list[str]]]:
+    """The four timings of the module's docstring over the index at `path`, and each query's top 100 chunk
+    ids."""
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.stores.keyword import KeywordIndex
+    from hybridrag.indexing.stores.manifest import JAPANESE_TOKENS
 
-    index = KeywordIndex(path, Analyzer(), 0.0, False)
+    index = KeywordIndex(path, Analyzer(), 0.0, JAPANESE_TOKENS)
     for text in queries[:20]:  # warm the files into the page cache
         index.search(text, DEPTH, count=False)
-    search, _ = _timed(lambda text: index.search(text, DEPTH, count=False), queries)
+    search, found = _timed(lambda text: index.search(text, DEPTH, count=False), queries)
     count, counts = _timed(index.count, queries)
     with counting_passes(index) as passes:
         bounded, bounded_counts = _timed(lambda text: index.count(text, at_most=BOUND), queries)
     assert bounded_counts == [min(n, BOUND) for n in counts]
     word = TAG.split()[0]  # "Variant": every copy's tag holds it
     one_term, _ = _timed(lambda text: index.search(text, 10, count=False), [word] * 50)
-    return {
+    timings = {
         "search": search,
         "count": count,
         "bounded": {**bounded, "withoutPass": round(1 - len(passes) / max(1, len(queries)), 3)},
         "oneTerm": one_term,
         "matchesP50": int(percentile([float(n) for n in counts], 50)),
     }
+    return timings, [[hit.chunk_id for hit in result.hits] for result in found]
+
+
+def _bytes_under(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
 def run_keyword_scale(
-    corpus: Path, queries: Sequence[str], sizes: Sequence[int], workdir: Path | None = None
+    corpus: Path,
+    queries: Sequence[str],
+    sizes: Sequence[int],
+    workdir: Path | None = None,
+    engines: Sequence[str] = ("tantivy",),
 ) -> dict[str, Any]:
-    base = _base_tokens(corpus)
+    """Each size's tantivy index timed (`measure`), and with "lance" in `engines` Lance's beside it."""
+    unknown = sorted(set(engines) - set(ENGINES))
+    if unknown or "tantivy" not in engines:
+        raise ValueError(f"engines are tantivy and optionally lance, not {', '.join(unknown) or engines}")
+    _ids, base = _documents(corpus)
     points = []
     for chunks in sizes:
         folder = Path(tempfile.mkdtemp(prefix="keyword-scale-", dir=workdir))
         try:
-            seconds = write_index(base, chunks, folder)
-            size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
-            points.append(
-                {
-                    "chunks": chunks,
-                    "buildSeconds": round(seconds, 1),
-                    "bytesPerChunk": round(size / chunks, 1),
-                    **measure(folder, queries),
-                }
-            )
+            seconds = write_index(copies(base, chunks), folder)
+            timings, tops = measure(folder, queries)
+            point = {
+                "chunks": chunks,
+                "buildSeconds": round(seconds, 1),
+                "bytesPerChunk": round(_bytes_under(folder) / chunks, 1),
+                **timings,
+            }
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        if "lance" in engines:
+            folder = Path(tempfile.mkdtemp(prefix="keyword-scale-lance-", dir=workdir))
+            try:
+                seconds = write_lance_index(copies(base, chunks), folder / "chunks.lance")
+                point["lance"] = {
+                    "buildSeconds": round(seconds, 1),
+                    "bytesPerChunk": round(_bytes_under(folder) / chunks, 1),
+                    **measure_lance(folder / "chunks.lance", queries, tops, len(base)),
+                }
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        points.append(point)
     return {
         "benchmark": "keyword-scale",
         "date": now(),
@@ -179,9 +329,49 @@ def to_markdown(report: dict[str, Any]) -> str:
         ]
         for p in report["points"]
     ]
-    return (
+    text = (
         f"### Keyword search at N chunks — {report['basePassages']} base passages, {report['queries']} queries, "
         f"{report['date']}, {report['machine'].get('cores', '?')} cores\n\n"
         + markdown_table(header, rows)
         + "\n\nIn process, ms a call (`KeywordIndex`); the synthetic corpus of `bench scale`.\n"
     )
+    compared = [p for p in report["points"] if "lance" in p]
+    if not compared:
+        return text
+    header = [
+        "chunks",
+        "build s tantivy / lance",
+        "B/chunk tantivy / lance",
+        f"search (top {report['depth']}) p50 / p95 tantivy",
+        "lance",
+        "one term top 10 p50 tantivy / lance",
+        "lance's top 100: tantivy's base passages / same first",
+    ]
+    rows = [
+        [
+            f"{p['chunks']:,}",
+            f"{p['buildSeconds']} / {p['lance']['buildSeconds']}",
+            f"{p['bytesPerChunk']} / {p['lance']['bytesPerChunk']}",
+            f"{p['search']['p50ms']} / {p['search']['p95ms']}",
+            f"{p['lance']['search']['p50ms']} / {p['lance']['search']['p95ms']}",
+            f"{p['oneTerm']['p50ms']} / {p['lance']['oneTerm']['p50ms']}",
+            f"{p['lance']['agreement']['basesAt100']:.3f} / {p['lance']['agreement']['firstBase']:.3f}",
+        ]
+        for p in compared
+    ]
+    text += (
+        "\n#### tantivy beside Lance's inverted index (same copies, same tokens)\n\n"
+        + markdown_table(header, rows)
+        + "\n"
+    )
+    quality = report.get("quality")
+    if quality:
+        metrics = list(next(iter(quality.values())))
+        text += (
+            f"\nThe dataset's own passages, one unit each ({report.get('split', '')} queries):\n\n"
+            + markdown_table(
+                ["engine", *metrics], [[e, *(m[k] for k in metrics)] for e, m in quality.items()]
+            )
+            + "\n"
+        )
+    return text

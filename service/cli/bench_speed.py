@@ -315,17 +315,37 @@ def bench_keyword_scale(
     workdir: Annotated[
         Path | None, typer.Option(help="Where the keyword indexes are written (~0.2 KB a chunk)")
     ] = None,
+    engines: Annotated[
+        str,
+        typer.Option(
+            help="tantivy (the service's), or tantivy,lance: Lance's inverted index over the same copies "
+            "beside it (~0.7 KB a chunk more)"
+        ),
+    ] = "tantivy",
     out: OutOpt = None,
 ) -> None:
     """The keyword search at N synthetic chunks: a search, a count and a bounded count, in ms."""
     offline()
     from hybridrag.benchmarks.common import RESULTS, load_beir, write_results
-    from hybridrag.benchmarks.keyword_scale import run_keyword_scale, to_markdown
+    from hybridrag.benchmarks.keyword_scale import (
+        ENGINES,
+        engine_quality,
+        run_keyword_scale,
+        to_markdown,
+    )
 
     sizes = _sizes(chunks, "--chunks")
     data = load_beir(dataset, split)
     queries = data.query_texts(max_queries)
-    report = run_keyword_scale(data.corpus, queries, sizes, workdir)
+    names = tuple(e.strip() for e in engines.split(",") if e.strip())
+    if set(names) - set(ENGINES) or "tantivy" not in names:
+        raise typer.BadParameter(
+            f"one of {', '.join(ENGINES)} each, tantivy among them", param_hint="--engines"
+        )
+    report = run_keyword_scale(data.corpus, queries, sizes, workdir, names)
+    if "lance" in names:  # the two engines' BM25 on the dataset's relevance judgements
+        report["split"] = split
+        report["quality"] = engine_quality(data)
     target = out or RESULTS / f"keyword-scale-{data.name}.json"
     markdown = to_markdown(report)
     write_results(target, report, markdown)

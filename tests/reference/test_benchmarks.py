@@ -670,3 +670,37 @@ def test_keyword_scale_benchmark_times_a_search_a_count_and_a_bounded_count(tmp_
             assert point[part]["p50ms"] > 0, part
     assert list(work.iterdir()) == []
     assert "| 800 |" in keyword_scale.to_markdown(report)
+
+
+def test_keyword_scale_benchmark_times_lances_inverted_index_beside_tantivy(tmp_path: Path) -> None:
+    """With the lance engine each size is also written as a Lance table with its inverted index, timed,
+    and compared with tantivy's top 100 in base passages; both indexes are removed."""
+    from conftest import jsonl_corpus
+
+    from hybridrag.benchmarks import keyword_scale
+    from hybridrag.benchmarks.common import BeirDataset
+
+    rows = [{"_id": f"d{i}", "title": f"Title {i}", "text": f"granite {i} basalt river"} for i in range(40)]
+    corpus = jsonl_corpus(tmp_path / "c", rows) / "d.jsonl"
+    work = tmp_path / "work"
+    work.mkdir()
+    queries = ["basalt 7", "granite 12 river", "nothing here"]
+    report = keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("tantivy", "lance"))
+    lance = report["points"][0]["lance"]
+    # One passage holds "7" ("12"): both engines rank its copies first, and every passage holds "basalt"
+    # ("granite", "river"), so the top 100 of both are copies of all 40; "nothing here" matches nothing.
+    assert lance["agreement"] == {"basesAt100": 1.0, "firstBase": 1.0}
+    assert lance["buildSeconds"] >= 0 and lance["bytesPerChunk"] > 0
+    assert lance["search"]["p50ms"] > 0 and lance["oneTerm"]["p50ms"] > 0
+    assert list(work.iterdir()) == []
+    assert "tantivy beside Lance" in keyword_scale.to_markdown(report)
+    # Each engine's BM25 over the passages themselves, judged: the passage holding "7" answers "basalt 7".
+    data = BeirDataset(
+        "c", corpus, {"q1": "basalt 7", "q2": "granite 12 river"}, {"q1": {"d7": 1}, "q2": {"d12": 1}}
+    )
+    quality = keyword_scale.engine_quality(data)
+    assert quality["tantivy"]["ndcg@10"] == quality["lance"]["ndcg@10"] == 1.0
+    report["quality"], report["split"] = quality, "test"
+    assert "| lance | 1.000 |" in keyword_scale.to_markdown(report)
+    with pytest.raises(ValueError, match="engines"):
+        keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("lance",))
