@@ -255,6 +255,14 @@ def _bytes_under(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
+def check_engines(engines: Sequence[str]) -> None:
+    """A ValueError unless `engines` are tantivy, optionally with lance."""
+    unknown = sorted(set(engines) - set(ENGINES))
+    if unknown or "tantivy" not in engines:
+        shown = ", ".join(unknown) or ", ".join(engines) or "none"
+        raise ValueError(f"engines are tantivy and optionally lance, not {shown}")
+
+
 def run_keyword_scale(
     corpus: Path,
     queries: Sequence[str],
@@ -263,9 +271,7 @@ def run_keyword_scale(
     engines: Sequence[str] = ("tantivy",),
 ) -> dict[str, Any]:
     """Each size's tantivy index timed (`measure`), and with "lance" in `engines` Lance's beside it."""
-    unknown = sorted(set(engines) - set(ENGINES))
-    if unknown or "tantivy" not in engines:
-        raise ValueError(f"engines are tantivy and optionally lance, not {', '.join(unknown) or engines}")
+    check_engines(engines)
     _ids, base = _documents(corpus)
     points = []
     for chunks in sizes:

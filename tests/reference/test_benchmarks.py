@@ -704,3 +704,16 @@ def test_keyword_scale_benchmark_times_lances_inverted_index_beside_tantivy(tmp_
     assert "| lance | 1.000 |" in keyword_scale.to_markdown(report)
     with pytest.raises(ValueError, match="engines"):
         keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("lance",))
+
+
+def test_keyword_scale_command_refuses_an_unknown_engine_before_reading_the_dataset(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hybridrag.cli.bench import app
+
+    for engines in ("tantivy,elastic", "lance", ","):
+        result = CliRunner().invoke(
+            app, ["bench", "keyword-scale", "--dataset", str(tmp_path / "none"), "--engines", engines]
+        )
+        assert result.exit_code == 2, result.output
+        assert "--engines" in result.output and "engines are tantivy" in result.output
