@@ -172,16 +172,19 @@ def measure_lance(
     }
 
 
-def engine_quality(dataset: BeirDataset) -> dict[str, dict[str, float]]:
+def engine_quality(
+    dataset: BeirDataset, documents: tuple[list[str], list[str]]
+) -> dict[str, dict[str, float]]:
     """The dataset's own passages (one unit each, no copies) in tantivy, read by `KeywordIndex`, and in
     Lance's inverted index over the same tokens: `bench quality`'s metrics of each engine's top 100. Both
-    read the analyser's tokens alone (the service adds Japanese bigrams beside them in tantivy)."""
+    read the analyser's tokens alone (the service adds Japanese bigrams beside them in tantivy).
+    `documents`: the corpus' ids and tokens (`_documents`)."""
     from hybridrag.benchmarks.quality import evaluate
     from hybridrag.indexing.analysis.analyzers import Analyzer
     from hybridrag.indexing.stores.keyword import KeywordIndex
     from hybridrag.indexing.stores.manifest import JAPANESE_TOKENS
 
-    ids, tokens = _documents(dataset.corpus)
+    ids, tokens = documents
     runs: dict[str, dict[str, dict[str, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="keyword-quality-") as work:
         write_index(zip(ids, tokens, strict=True), Path(work))
@@ -269,10 +272,13 @@ def run_keyword_scale(
     sizes: Sequence[int],
     workdir: Path | None = None,
     engines: Sequence[str] = ("tantivy",),
+    judged: BeirDataset | None = None,
 ) -> dict[str, Any]:
-    """Each size's tantivy index timed (`measure`), and with "lance" in `engines` Lance's beside it."""
+    """Each size's tantivy index timed (`measure`), and with "lance" in `engines` Lance's beside it; with
+    `judged` too (the dataset whose corpus `corpus` is), both engines' BM25 on its judgements
+    (`engine_quality`, over the passages analysed once for both)."""
     check_engines(engines)
-    _ids, base = _documents(corpus)
+    ids, base = _documents(corpus)
     points = []
     for chunks in sizes:
         folder = Path(tempfile.mkdtemp(prefix="keyword-scale-", dir=workdir))
@@ -299,7 +305,7 @@ def run_keyword_scale(
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
         points.append(point)
-    return {
+    report = {
         "benchmark": "keyword-scale",
         "date": now(),
         "machine": machine(),
@@ -309,6 +315,9 @@ def run_keyword_scale(
         "bound": BOUND,
         "points": points,
     }
+    if "lance" in engines and judged is not None:
+        report["quality"] = engine_quality(judged, (ids, base))
+    return report
 
 
 def to_markdown(report: dict[str, Any]) -> str:

@@ -327,12 +327,7 @@ def bench_keyword_scale(
     """The keyword search at N synthetic chunks: a search, a count and a bounded count, in ms."""
     offline()
     from hybridrag.benchmarks.common import RESULTS, load_beir, write_results
-    from hybridrag.benchmarks.keyword_scale import (
-        check_engines,
-        engine_quality,
-        run_keyword_scale,
-        to_markdown,
-    )
+    from hybridrag.benchmarks.keyword_scale import check_engines, run_keyword_scale, to_markdown
 
     sizes = _sizes(chunks, "--chunks")
     names = tuple(e.strip() for e in engines.split(",") if e.strip())
@@ -342,10 +337,9 @@ def bench_keyword_scale(
         raise typer.BadParameter(str(exc), param_hint="--engines") from None
     data = load_beir(dataset, split)
     queries = data.query_texts(max_queries)
-    report = run_keyword_scale(data.corpus, queries, sizes, workdir, names)
-    if "lance" in names:  # the two engines' BM25 on the dataset's relevance judgements
+    report = run_keyword_scale(data.corpus, queries, sizes, workdir, names, judged=data)
+    if "quality" in report:  # the two engines' BM25 on the split's relevance judgements
         report["split"] = split
-        report["quality"] = engine_quality(data)
     target = out or RESULTS / f"keyword-scale-{data.name}.json"
     markdown = to_markdown(report)
     write_results(target, report, markdown)

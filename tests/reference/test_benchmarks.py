@@ -685,7 +685,10 @@ def test_keyword_scale_benchmark_times_lances_inverted_index_beside_tantivy(tmp_
     work = tmp_path / "work"
     work.mkdir()
     queries = ["basalt 7", "granite 12 river", "nothing here"]
-    report = keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("tantivy", "lance"))
+    data = BeirDataset(
+        "c", corpus, {"q1": "basalt 7", "q2": "granite 12 river"}, {"q1": {"d7": 1}, "q2": {"d12": 1}}
+    )
+    report = keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("tantivy", "lance"), judged=data)
     lance = report["points"][0]["lance"]
     # One passage holds "7" ("12"): both engines rank its copies first, and every passage holds "basalt"
     # ("granite", "river"), so the top 100 of both are copies of all 40; "nothing here" matches nothing.
@@ -695,13 +698,13 @@ def test_keyword_scale_benchmark_times_lances_inverted_index_beside_tantivy(tmp_
     assert list(work.iterdir()) == []
     assert "tantivy beside Lance" in keyword_scale.to_markdown(report)
     # Each engine's BM25 over the passages themselves, judged: the passage holding "7" answers "basalt 7".
-    data = BeirDataset(
-        "c", corpus, {"q1": "basalt 7", "q2": "granite 12 river"}, {"q1": {"d7": 1}, "q2": {"d12": 1}}
-    )
-    quality = keyword_scale.engine_quality(data)
+    quality = report["quality"]
     assert quality["tantivy"]["ndcg@10"] == quality["lance"]["ndcg@10"] == 1.0
-    report["quality"], report["split"] = quality, "test"
+    report["split"] = "test"
     assert "| lance | 1.000 |" in keyword_scale.to_markdown(report)
+    # Without lance there is no second engine to judge.
+    alone = keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("tantivy",), judged=data)
+    assert "quality" not in alone and "lance" not in alone["points"][0]
     with pytest.raises(ValueError, match="engines"):
         keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("lance",))
 
