@@ -35,8 +35,9 @@ import numpy as np
 
 from hybridrag.benchmarks.entities import Sentence, read_conll
 from hybridrag.benchmarks.fitting import training_sources
-from hybridrag.indexing.analysis.analyzers import Analyzer
-from hybridrag.indexing.analysis.entities import OTHER, EntityExtractor, casing_informative
+from hybridrag.indexing.analysis.english_names import EnglishNames
+from hybridrag.indexing.analysis.entities import casing_informative
+from hybridrag.indexing.analysis.entity_types import OTHER
 from hybridrag.indexing.analysis.span_typer import FOLDER, LEXICON, SpanTyper, reload_lexicon, span_features
 
 # Measured on the English dev file (typed F1): features seen once kept 0.533, seen twice 0.516 (a name's
@@ -140,13 +141,13 @@ def build_lexicon() -> dict[str, object]:
 
 def examples(sentences: Sequence[Sentence]) -> tuple[list[list[str]], list[str]]:
     """Features and label of every tagged name and of every rule-found name outside the tags."""
-    rules = EntityExtractor(Analyzer(), rules_only=True)
+    rules = EnglishNames(tagger=None)
     features: list[list[str]] = []
     labels: list[str] = []
     for sentence in sentences:
         text = sentence.text
         casing = casing_informative(text)
-        found = rules.english_spans(text) if casing else []
+        found = rules.spans(text) if casing else []
         rule_types = {(span.start, span.end): span.rule_type for span in found}
         tagged = {i for start, end, _kind in sentence.spans for i in range(start, end)}
         for start, end, kind in sentence.spans:
