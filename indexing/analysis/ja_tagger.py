@@ -294,7 +294,8 @@ class JapaneseTagger:
         Where the tagger bounds a name otherwise than the rules (a surname inside a joined name, a compound
         it splits), the rules' name still links the passages that write it the same way; without those
         nodes the graph alone lost 0.005 nDCG@10 on JaQuAD dev (0.8386 -> 0.8338; with them 0.8386). They
-        type nothing: the tagger's names are the better types (benchmarks/notes.md).
+        type nothing: the tagger's names are the better types (benchmarks/README.md, "A Japanese name
+        tagger: a CRF over the rules' names").
         """
         names = self.names(sentence, morphemes, rules, pieces)
         kept = {surface for surface, _type in names}

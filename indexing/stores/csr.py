@@ -2,7 +2,7 @@
 
 The graph walk pushes along the rows of a few hundred nodes per round. `m[rows]` builds a whole matrix
 (data, indices and indptr, validated) to read part of it; a gather of the positions reads only what is
-needed, in the same order (measured: benchmarks/notes.md, "The index on disk").
+needed, in the same order (measured: benchmarks/README.md, "The index on disk").
 """
 
 from __future__ import annotations

@@ -720,3 +720,62 @@ def test_keyword_scale_command_refuses_an_unknown_engine_before_reading_the_data
         )
         assert result.exit_code == 2, result.output
         assert "--engines" in result.output and "engines are tantivy" in result.output
+
+
+def test_report_refreshes_only_the_marked_blocks_and_skips_files_that_are_not_quality_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hybridrag.benchmarks import report
+
+    results = tmp_path / "results"
+    results.mkdir()
+    monkeypatch.setattr(report, "RESULTS", results)
+    metrics = {"ndcg@10": 0.5, "recall@5": 0.25, "recall@100": 0.75}
+    run = {
+        "benchmark": "quality",
+        "dataset": "tiny",
+        "split": "dev",
+        "queries": 3,
+        "config": {"embeddingModel": "e5-multilingual"},
+        "results": {"keyword": {"metrics": metrics, "p50ms": 1.5}},
+    }
+    (results / "quality-tiny-e5-multilingual.json").write_text(json.dumps(run), "utf-8")
+    # A before/after comparison written by hand under the same prefix: not a run, no `results`.
+    comparison = {"benchmark": "quality-before-after", "sets": []}
+    (results / "quality-name-typing-e5-multilingual.json").write_text(json.dumps(comparison), "utf-8")
+    (results / "build-tiny.md").write_text(
+        "### Build of tiny\n\n| stage | seconds |\n|---|---|\n| read | 1 |\n"
+    )
+    prose_head = "# Benchmark results\n\nWritten by hand: kept as it is.\n\n## Summary\n\n"
+    prose_middle = "\n\n## Notes\n\nA measured paragraph (2026-12-07), kept as it is.\n\n## Result tables\n\n"
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        prose_head
+        + "<!-- summary:begin -->\nstale\n<!-- summary:end -->"
+        + prose_middle
+        + "<!-- tables:begin -->\nstale\n<!-- tables:end -->\n",
+        "utf-8",
+    )
+
+    report.update_benchmarks_readme(readme)
+    text = readme.read_text("utf-8")
+    assert text.startswith(prose_head + "<!-- summary:begin -->")
+    assert prose_middle in text and text.endswith("<!-- tables:end -->\n")
+    assert "stale" not in text
+    summary = text[text.index("<!-- summary:begin -->") : text.index("<!-- summary:end -->")]
+    assert "| tiny (dev) | e5-multilingual | keyword | 0.500 | 0.250 | 0.750 | 1.500 |" in summary
+    assert "quality-before-after" not in text and "name-typing" not in text
+    tables = text[text.index("<!-- tables:begin -->") :]
+    assert "### Build of tiny" in tables and "| read | 1 |" in tables
+    report.update_benchmarks_readme(readme)
+    assert readme.read_text("utf-8") == text  # the same results, the same file
+
+    # The project README's quality block comes from the same runs.
+    project = tmp_path / "PROJECT.md"
+    project.write_text("intro\n<!-- quality:begin -->\nold\n<!-- quality:end -->\noutro\n", "utf-8")
+    report.update_readme(project)
+    block = project.read_text("utf-8")
+    assert block.startswith("intro\n<!-- quality:begin -->\n") and block.endswith(
+        "<!-- quality:end -->\noutro\n"
+    )
+    assert "| tiny (dev, 3 q) | 0.500 / 0.250 |" in block and "old" not in block
