@@ -32,6 +32,13 @@ class BeirDataset:
     corpus: Path
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    split: str = ""  # the qrels file the judgements come from (`load_beir`'s split)
+
+    def subset(self, keep: Iterable[str], corpus: Path | None = None) -> BeirDataset:
+        """The queries `keep` with their judgements, over `corpus` (this dataset's by default)."""
+        keep = list(keep)
+        queries, qrels = {q: self.queries[q] for q in keep}, {q: self.qrels[q] for q in keep}
+        return BeirDataset(self.name, corpus or self.corpus, queries, qrels, self.split)
 
     def query_texts(self, limit: int | None = None) -> list[str]:
         """The queries in id order, each cut to the contract's 1,000 characters; the first `limit`."""
@@ -54,7 +61,7 @@ def load_beir(path: Path, split: str) -> BeirDataset:
             record = json.loads(line)
             if record["_id"] in qrels:
                 queries[record["_id"]] = record["text"]
-    return BeirDataset(path.name, path / "corpus.jsonl", queries, {q: qrels[q] for q in queries})
+    return BeirDataset(path.name, path / "corpus.jsonl", queries, {q: qrels[q] for q in queries}, split)
 
 
 def recased(dataset_dir: Path, casing: str, cache: Path | None = None, titles: bool = True) -> Path:

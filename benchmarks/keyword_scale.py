@@ -148,12 +148,7 @@ def measure_lance(
 ) -> dict[str, Any]:
     """`search` and `oneTerm` over the Lance table at `path`, and its agreement with `reference` (tantivy's
     top 100 chunk ids of each query) in base passages (module docstring)."""
-    search = lance_searcher(path)
-    for text in queries[:20]:  # warm the files into the page cache
-        search(text, DEPTH)
-    timings, found = _timed(lambda text: search(text, DEPTH), queries)
-    word = TAG.split()[0]
-    one_term, _ = _timed(lambda text: search(text, 10), [word] * 50)
+    timings, found, one_term = _timed_searches(lance_searcher(path), queries)
     shares, firsts = [], []
     for hits, theirs in zip(found, reference, strict=True):
         if not theirs:
@@ -205,6 +200,19 @@ def _timed(call: Callable[[str], Any], queries: Sequence[str]) -> tuple[dict[str
     return {"p50ms": round(percentile(took, 50), 2), "p95ms": round(percentile(took, 95), 2)}, results
 
 
+def _timed_searches(
+    search: Callable[[str, int], Any], queries: Sequence[str]
+) -> tuple[dict[str, float], list[Any], dict[str, float]]:
+    """One engine's `search(text, k)` timed as every engine is: warmed on the first 20 queries (its files
+    into the page cache), then the top `DEPTH` of each query, then the top 10 of a word every copy's tag
+    holds ("Variant") 50 times. Returns the first timings, each query's hits, the one word's timings."""
+    for text in queries[:20]:
+        search(text, DEPTH)
+    timings, found = _timed(lambda text: search(text, DEPTH), queries)
+    one_term, _ = _timed(lambda text: search(text, 10), [TAG.split()[0]] * 50)
+    return timings, found, one_term
+
+
 @contextmanager
 def counting_passes(index: Any) -> Iterator[list[int]]:
     """Within the block, a list that grows by one for each pass `index` (a `KeywordIndex`) makes over its
@@ -235,15 +243,11 @@ def measure(path: Path, queries: Sequence[str]) -> tuple[dict[str, Any], list[li
     from hybridrag.indexing.stores.manifest import JAPANESE_TOKENS
 
     index = KeywordIndex(path, Analyzer(), 0.0, JAPANESE_TOKENS)
-    for text in queries[:20]:  # warm the files into the page cache
-        index.search(text, DEPTH, count=False)
-    search, found = _timed(lambda text: index.search(text, DEPTH, count=False), queries)
+    search, found, one_term = _timed_searches(lambda text, k: index.search(text, k, count=False), queries)
     count, counts = _timed(index.count, queries)
     with counting_passes(index) as passes:
         bounded, bounded_counts = _timed(lambda text: index.count(text, at_most=BOUND), queries)
     assert bounded_counts == [min(n, BOUND) for n in counts]
-    word = TAG.split()[0]  # "Variant": every copy's tag holds it
-    one_term, _ = _timed(lambda text: index.search(text, 10, count=False), [word] * 50)
     timings = {
         "search": search,
         "count": count,
@@ -317,6 +321,7 @@ def run_keyword_scale(
     }
     if "lance" in engines and judged is not None:
         report["quality"] = engine_quality(judged, (ids, base))
+        report["split"] = judged.split  # whose judgements the quality is measured on
     return report
 
 

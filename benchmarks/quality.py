@@ -150,12 +150,7 @@ def run_quality(
     dataset = load_beir(dataset_dir, split)
     if max_queries is not None:
         keep = sorted(dataset.queries)[:max_queries]
-        dataset = BeirDataset(
-            dataset.name,
-            dataset.corpus,
-            {q: dataset.queries[q] for q in keep},
-            {q: dataset.qrels[q] for q in keep},
-        )
+        dataset = dataset.subset(keep)
     model = None if embedding_model == "none" else embedding_model
     config = BuildConfig(embedding_model=model, chunk_size=chunk_size, encoder=build_encoder)
     index_dir, build = cached_index(dataset, config, cache)

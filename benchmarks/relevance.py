@@ -42,7 +42,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "keyword": ("coverage",),
     "semantic": ("top",),
 }
-L2 = 1e-2  # chosen by leave-one-set-out among 1e-3, 1e-2, 0.1, 1 (benchmarks/README.md)
+L2 = 1e-2  # chosen by leave-one-set-out among 1e-3, 1e-2, 0.1, 1 (benchmarks/docs/relevance.md)
 RANDOM_QUERIES = 200
 OFF_TOPIC_QUERIES = 500  # of each other dev set's queries, on each index (the first by id)
 BINS = 10

@@ -1,10 +1,11 @@
-"""Refresh the generated blocks of benchmarks/README.md and of the project README from benchmarks/results/.
+"""Refresh the generated blocks of the benchmarks' pages and of the project README from benchmarks/results/.
 
-benchmarks/README.md is written by hand (what each result means, and its history); only the blocks between
-`<!-- name:begin -->` and `<!-- name:end -->` are this script's: `summary` (every quality run's table and the
-plots) and `tables` (the before/after comparisons, then every `results/*.md`). The project README's blocks:
-the compact quality table, the container images, the torch-free environment and the documents API. Run it
-after a benchmark has written its results.
+benchmarks/README.md and the pages in benchmarks/docs/ are written by hand (what each result means, and its
+history); only the blocks between `<!-- name:begin -->` and `<!-- name:end -->` are this script's: `summary`
+in benchmarks/README.md (every quality run's table and the plots) and `tables` in benchmarks/docs/tables.md
+(the before/after comparisons, then every `results/*.md`). The project README's blocks: the compact quality
+table, the container images, the torch-free environment and the documents API. Run it after a benchmark has
+written its results.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def compact_summary(model: str = DEFAULT_MODEL) -> str:
     rows = []
     for report in quality_reports(model):
         if report["dataset"].endswith(("-lower", "-upper")):
-            continue  # the recased copies are in benchmarks/README.md
+            continue  # the recased copies are in benchmarks/README.md's summary
         cells = []
         for system in README_SYSTEMS:
             m = report["results"].get(system, {}).get("metrics")
@@ -143,12 +144,30 @@ def build_encoder_comparison() -> str:
 
 
 def _replace_block(text: str, name: str, body: str) -> str:
+    """`text` with the block `name` holding `body` (unchanged while there is nothing to put there).
+
+    Raises:
+        ValueError: the text lacks the block's markers, which would otherwise leave its figures stale unsaid.
+    """
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    if begin not in text or not body:
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise ValueError(f"expected one {begin} ... {end} block")
+    if not body:
         return text
     head, _, rest = text.partition(begin)
     _, _, tail = rest.partition(end)
     return head + begin + body + end + tail
+
+
+def refresh(path: Path, blocks: dict[str, str]) -> None:
+    """Replace the named blocks of the file at `path`; the text around them is left as written."""
+    text = path.read_text("utf-8")
+    for name, body in blocks.items():
+        try:
+            text = _replace_block(text, name, body)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    path.write_text(text, "utf-8")
 
 
 def image_sentence() -> str:
@@ -201,12 +220,15 @@ def documents_sentence() -> str:
 
 def update_readme(readme: Path) -> None:
     """Replace the blocks between the markers in the project README with the current figures."""
-    text = readme.read_text("utf-8")
-    text = _replace_block(text, "quality", "\n" + compact_summary(DEFAULT_MODEL))
-    text = _replace_block(text, "image", image_sentence())
-    text = _replace_block(text, "torchfree", torch_free_sentence())
-    text = _replace_block(text, "documents", documents_sentence())
-    readme.write_text(text, "utf-8")
+    refresh(
+        readme,
+        {
+            "quality": "\n" + compact_summary(DEFAULT_MODEL),
+            "image": image_sentence(),
+            "torchfree": torch_free_sentence(),
+            "documents": documents_sentence(),
+        },
+    )
 
 
 def plot_quality(model: str, target: Path) -> None:
@@ -256,18 +278,17 @@ def tables_block() -> str:
     return "".join(parts)
 
 
-def update_benchmarks_readme(readme: Path, model: str = DEFAULT_MODEL) -> None:
-    """Replace the generated blocks of benchmarks/README.md; the text around them is left as written."""
-    text = readme.read_text("utf-8")
-    text = _replace_block(text, "summary", summary_block(model))
-    text = _replace_block(text, "tables", tables_block())
-    readme.write_text(text, "utf-8")
+def update_benchmarks_pages(readme: Path, tables: Path, model: str = DEFAULT_MODEL) -> None:
+    """Replace the generated blocks of benchmarks/README.md (`summary`) and docs/tables.md (`tables`)."""
+    refresh(readme, {"summary": summary_block(model)})
+    refresh(tables, {"tables": tables_block()})
 
 
 def main() -> None:
+    here = Path(__file__).parent
     plot_quality(DEFAULT_MODEL, RESULTS / f"quality-{DEFAULT_MODEL}.png")
-    update_benchmarks_readme(Path(__file__).parent / "README.md")
-    update_readme(Path(__file__).resolve().parent.parent / "README.md")
+    update_benchmarks_pages(here / "README.md", here / "docs" / "tables.md")
+    update_readme(here.resolve().parent / "README.md")
 
 
 if __name__ == "__main__":

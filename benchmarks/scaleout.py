@@ -80,9 +80,7 @@ def subset(dataset: BeirDataset, out: Path, docs: int | None, queries: int) -> B
                     fill -= 1
                 dst.write(line)
                 written += 1
-    return BeirDataset(
-        dataset.name, corpus, {q: dataset.queries[q] for q in keep}, {q: dataset.qrels[q] for q in keep}
-    )
+    return dataset.subset(keep, corpus)
 
 
 @contextlib.contextmanager

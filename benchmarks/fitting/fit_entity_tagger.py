@@ -23,7 +23,7 @@ partial labels: each may be O, B-MISC or I-MISC, and its loss is that of the thr
 Measure with `hybridrag bench entities --dataset ../shared/data/ner/en-wikineural-dev.conll`.
 
 `--base e5-multilingual` fits an English tagger on multilingual-e5-small instead of MiniLM (measured and not
-shipped: benchmarks/README.md, "An English tagger on e5").
+shipped: benchmarks/docs/entities.md, "An English tagger on e5").
 
 `--language ja` fits the Japanese piece tagger (`name_tagger.JA_FOLDER`, read by `ja_tagger` beside its CRF)
 the same way on multilingual-e5-small (e5-multilingual as `hybridrag models install` converts it from

@@ -7,7 +7,7 @@ has it: other); and every name the capitalisation rules find that overlaps no ta
 (WikiANN tags no MISC, and what the rules find outside its tags is mostly nationalities, events, works and
 words that are not names). Several files are read in order: WikiANN then CoNLL-2003 (`en-conll2003-train.conll`)
 gave 0.635 typed F1 on the English dev file against 0.606, but typed the bundled sample's "Sony" as a place,
-so the shipped typer is WikiANN's (benchmarks/README.md). Features
+so the shipped typer is WikiANN's (benchmarks/docs/entities.md). Features
 as `span_features` gives them; an L2-regularised multinomial logistic regression (scikit-learn, lbfgs:
 deterministic).
 

@@ -12,7 +12,7 @@ with AdamW (fixed seed), and the tags are decoded with Viterbi under BIO's const
         --train ../shared/data/ner/en-conll2003-train.conll --dev ../shared/data/ner/en-wikineural-dev.conll
 
 Needs `hybridrag models install e5-multilingual` (the ONNX export) and torch for the fit. What it gave is in
-benchmarks/README.md, "Entity typing from e5's token states".
+benchmarks/docs/entities.md, "Entity typing from e5's token states".
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ split's (Wikipedia text); its own labels are dropped (link-derived, no MISC name
 
 Deterministic: the same extractor (its version is printed) gives the same file. Cased sentences are read by
 the rules and `name_tagger/`'s tagger, never by the case-less one this file teaches, so shipping that one
-does not change the file. The shipped case-less tagger (`name_tagger.CASELESS_FOLDER`; benchmarks/README.md,
-"The case-less tagger taught by the cased extraction") is fitted on it beside CoNLL-2003:
+does not change the file. The shipped case-less tagger (`name_tagger.CASELESS_FOLDER`;
+benchmarks/docs/english-names.md, "The case-less tagger taught by the cased extraction") is fitted on it
+beside CoNLL-2003:
 
     python -m hybridrag.benchmarks.fitting.fit_entity_tagger --out indexing/analysis/caseless_name_tagger \
         --train ../shared/data/ner/en-conll2003-train.conll /tmp/en-wikiann-train-relabelled.conll

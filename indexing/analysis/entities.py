@@ -172,10 +172,10 @@ RULES_VERSION = f"rules-{RULES_REVISION}-en{ENGLISH_RULES_REVISION}-ja{JAPANESE_
 # tags ordinary noun phrases, and a name it cannot type costs typed F1 a false name and a missed one, where
 # leaving it out costs the missed one alone. Lower-cased English dev file, typed F1: 0.7219 at these; 0.7168 to
 # 0.7204 at 0.88 / 0.92 a name and 0.6 / 0.8 a type; 0.716 at 0.85 a name; checked on CoNLL-2003's and WikiANN's
-# training files' first 3,000 sentences (benchmarks/README.md, "A case-less name is found before it is typed").
-# Before names were bounded apart from their types, one threshold on the mean probability of each word's most
-# probable label, 0.75, was best (0.7133).
-# (Where letter case says something the capitalisation rules find the names and the tagger only types them.)
+# training files' first 3,000 sentences (benchmarks/docs/english-names.md, "A case-less name is found before
+# it is typed"). Before names were bounded apart from their types, one threshold on the mean probability of
+# each word's most probable label, 0.75, was best (0.7133). (Where letter case says something the
+# capitalisation rules find the names and the tagger only types them.)
 TAG_MIN_CONFIDENCE = 0.9
 TAG_MIN_TYPE_CONFIDENCE = 0.7
 # A name the lexicon knows that is an ordinary English word too ("china", "turkey", "roman", "republicans":
@@ -185,18 +185,18 @@ TAG_MIN_TYPE_CONFIDENCE = 0.7
 # it does read the bird in "we ate turkey" as the country, a miss this threshold keeps. Measured with the tags
 # of each word's most probable label (their mean probability): lower- / upper-cased typed F1, never 0.6722 /
 # 0.6796 on the English dev file, 0.8358 / 0.8704 on CoNLL-2003 train's first 3,000 sentences; 0.9: 0.6782 /
-# 0.6856 and 0.8420 / 0.8764; 0.75 (as any name): 0.6780 / 0.6854 and 0.8420 / 0.8765 (benchmarks/README.md).
-# Of a name's mass (`TAG_MIN_CONFIDENCE`): 0.95, 0.7217 lower-cased;
-# 0.9, no surer than any name, 0.7219.
+# 0.6856 and 0.8420 / 0.8764; 0.75 (as any name): 0.6780 / 0.6854 and 0.8420 / 0.8765
+# (benchmarks/docs/english-names.md, "A case-less name that is an ordinary word too"). Of a name's mass
+# (`TAG_MIN_CONFIDENCE`): 0.95, 0.7217 lower-cased; 0.9, no surer than any name, 0.7219.
 ORDINARY_NAME_MIN_CONFIDENCE = 0.95
 # What the English tagger does, recorded in the extraction version beside its weights' digest: since
 # 2026-11-29 it also types the names the capitalisation rules find in sentences with letter case, with the
-# typer (typed F1 0.606 -> 0.689 on the English dev file; benchmarks/README.md, "Cased names typed by the
-# tagger and the typer together"); before, it read only sentences without letter case.
-# Since 2026-12-04 ("types-gated") a name the tagger reads as no name types nothing (`NOT_A_NAME`), and
-# ("-initials") a lone capitalised first word is a name where the tagger reads one (`INITIAL_NAME_MAX_OUTSIDE`),
-# and ("-links") a number after a name or a joining word between two names is the name's where the tagger
-# reads it so (`LINK_MAX_OUTSIDE`).
+# typer (typed F1 0.606 -> 0.689 on the English dev file; benchmarks/docs/entities.md, "Cased names typed by
+# the tagger and the typer together"); before, it read only sentences without letter case. Since 2026-12-04
+# ("types-gated") a name the tagger reads as no name types nothing (`NOT_A_NAME`), and ("-initials") a lone
+# capitalised first word is a name where the tagger reads one (`INITIAL_NAME_MAX_OUTSIDE`), and ("-links") a
+# number after a name or a joining word between two names is the name's where the tagger reads it so
+# (`LINK_MAX_OUTSIDE`).
 TAGGER_ROLE = "types-gated-initials-links"
 # A name capitalisation finds whose words the tagger reads as "O" with at least this mean probability is a
 # graph node only, typing nothing (`EntityExtractor._english_read`). English dev file, typed / untyped F1:
@@ -213,7 +213,7 @@ TYPE_MIN_PROBABILITY = 0.5
 # A lone capitalised word that starts a sentence ("Einstein was born in Ulm.", "Researchers found ...") is a
 # name where the tagger's mean "O" probability over it is at most this: more likely a name than not. English
 # dev file, typed / untyped F1: never 0.701 / 0.846; 0.05: 0.707 / 0.857; 0.25: 0.706 / 0.860; 0.5:
-# 0.705 / 0.861; 0.7: 0.705 / 0.861 (benchmarks/README.md, "A name that starts its sentence").
+# 0.705 / 0.861; 0.7: 0.705 / 0.861 (benchmarks/docs/english-names.md, "A name that starts its sentence").
 INITIAL_NAME_MAX_OUTSIDE = 0.5
 # A number written after a name ("Apollo 13", "Windows 95"), or a joining word between two names ("Trinidad
 # and Tobago"), is the name's where the tagger's mean "O" probability over it is at most this: more likely
@@ -341,8 +341,8 @@ class EntityExtractor:
     def on_cores(self, cores: int) -> EntityExtractor:
         """This extractor with its taggers run on at most `cores` cores (copies that load their own sessions
         on first use): a build's shard beside other shards, each with its share, since a runtime that takes
-        every core in each shard's process makes the shards wait on one another (benchmarks/README.md, "Ten
-        million"). The same version and mentions."""
+        every core in each shard's process makes the shards wait on one another (benchmarks/docs/scale.md,
+        "Ten million"). The same version and mentions."""
         shared = copy.copy(self)
         shared._tagger = self._tagger.on_cores(cores) if self._tagger is not None else None
         shared.english = EnglishNames(shared._tagger)
@@ -665,7 +665,7 @@ class EntityExtractor:
         typer, from the name's words and its neighbours (fitted on WikiANN's Wikipedia names); the type
         is the most probable under the product of their probabilities, unweighted (typed F1 on the
         English dev file: the typer alone 0.606, the tagger alone 0.689, both 0.691, 0.689 with the int8
-        export; benchmarks/README.md).
+        export; benchmarks/docs/entities.md).
         Without the tagger, the typer alone. `typed`: the typer's readings (`_typer_readings`) when the
         caller has them.
 
@@ -673,7 +673,7 @@ class EntityExtractor:
         probability at least `NOT_A_NAME`): capitalisation finds words that are not names (a heading's
         words, a term written with a capital), and the type a model would give them is a claim with nothing
         behind it. Such a name is a graph node only (`Mention.node_only`): it still links passages, but
-        claims no type for its chunk (benchmarks/README.md, "Names the tagger reads as no name").
+        claims no type for its chunk (benchmarks/docs/english-names.md, "Names the tagger reads as no name").
 
         A lone first word (`NameSpan.initial`) is left out unless the tagger reads it as a name (mean "O"
         probability at most `INITIAL_NAME_MAX_OUTSIDE`); then it is typed as any other. A name typed `other`

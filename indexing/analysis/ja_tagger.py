@@ -50,7 +50,7 @@ _FLOOR = 1e-9  # added to a probability before its log: neither model rules a la
 #: The piece tagger's power in the product with the CRF's marginals, chosen with both models fitted on the
 #: file's first 1,600 sentences and scored on the next 400 (typed F1 0.773 unweighted, 0.791 / 0.802 / 0.788
 #: at 1.5 / 2 / 3): 1.5, since at 2 the piece tagger outvotes the CRF's knowledge of the rules' names and
-#: reads a place with the common noun it qualifies as one name ("中国資本", "日本企業"; benchmarks/README.md,
+#: reads a place with the common noun it qualifies as one name ("中国資本", "日本企業"; benchmarks/docs/entities.md,
 #: "Japanese names from e5's pieces beside the CRF"). Part of the version with a piece tagger.
 PIECE_WEIGHT = 1.5
 
@@ -211,7 +211,7 @@ class JapaneseTagger:
     probabilities and the piece tagger's label probabilities (`morpheme_labels`) to the power
     `PIECE_WEIGHT`. The CRF knows Sudachi's parts of speech and the rules' names; the piece tagger reads the
     whole sentence. On the Japanese dev file's held-back sentences: typed F1 0.701 (CRF) and ~0.765 (the
-    piece tagger alone, decoded over morphemes) -> 0.786 together unweighted (benchmarks/README.md,
+    piece tagger alone, decoded over morphemes) -> 0.786 together unweighted (benchmarks/docs/entities.md,
     "Japanese names from e5's pieces beside the CRF").
     """
 
@@ -294,7 +294,7 @@ class JapaneseTagger:
         Where the tagger bounds a name otherwise than the rules (a surname inside a joined name, a compound
         it splits), the rules' name still links the passages that write it the same way; without those
         nodes the graph alone lost 0.005 nDCG@10 on JaQuAD dev (0.8386 -> 0.8338; with them 0.8386). They
-        type nothing: the tagger's names are the better types (benchmarks/README.md, "A Japanese name
+        type nothing: the tagger's names are the better types (benchmarks/docs/entities.md, "A Japanese name
         tagger: a CRF over the rules' names").
         """
         names = self.names(sentence, morphemes, rules, pieces)

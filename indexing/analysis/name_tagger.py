@@ -478,8 +478,8 @@ class NameTagger:
         first word, I- at each later one), as `span_readings` reads a span. Read label by label (the most
         probable label of each word), a name whose words' mass is split between types was missed where "O"
         came out on top, or cut in two where the type changed: on the lower-cased English dev file, names
-        found, untyped F1 0.773 -> 0.814 (benchmarks/README.md, "A case-less name is found before it is
-        typed"). A word's span runs to its last piece."""
+        found, untyped F1 0.773 -> 0.814 (benchmarks/docs/english-names.md, "A case-less name is found before
+        it is typed"). A word's span runs to its last piece."""
         if not firsts:
             return []
         ends = [*firsts[1:], len(offsets) - 1]

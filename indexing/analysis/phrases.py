@@ -11,7 +11,7 @@ the words of the whole corpus folded to lower case, so `Text Like This`, `text l
 
 Word pairs that occur together far more often than chance (normalised PMI >= 0.5 over sentences, "tumor
 necrosis") were tried as well: +0.010 graph nDCG@10 on SciFact, -0.010 on HotpotQA-100, so not kept
-(benchmarks/README.md, "Letter case"). The thresholds are one setting for every corpus.
+(benchmarks/docs/quality.md, "Letter case"). The thresholds are one setting for every corpus.
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ class BuildConfig:
     # What types the English names capitalisation finds: "tagger" (the name tagger reads each one's sentence
     # and the typer its words: typed F1 0.689 on the English dev file) or "typer" (the typer alone: 0.606,
     # but no tagger pass over cased text, which is ~46 s of SciFact's ~260 s build and most of a build whose
-    # vectors are replayed; benchmarks/README.md). Case-less English is read by the tagger either way. A
-    # write keeps its index's setting, so one index types one way.
+    # vectors are replayed; benchmarks/docs/entities.md). Case-less English is read by the tagger either way.
+    # A write keeps its index's setting, so one index types one way.
     name_typing: str = "tagger"
 
     def __post_init__(self) -> None:

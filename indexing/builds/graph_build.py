@@ -262,7 +262,7 @@ def _graph_mentions(chunk: ChunkMentions) -> ChunkMentions:
     HotpotQA-100 upper-cased the graph alone fell from 0.932 to 0.920 nDCG@10 with them (graph format 6).
     The name tagger's people, organisations, places and other names in such sentences are nodes, as
     capitalised names are in cased text (format 9): on HotpotQA-100 without titles, lower-cased, the graph
-    alone rose from 0.851 to 0.871 with them (benchmarks/README.md, "Concepts"). A quoted phrase such a
+    alone rose from 0.851 to 0.871 with them (benchmarks/docs/concepts.md, "Concepts"). A quoted phrase such a
     sentence reads as a title types the chunk but is no node either (`entities.case_free_title`: about half
     of them are names; as nodes, HotpotQA-100 without titles lost 0.002 nDCG@10 hybrid). The rest of such
     text's graph comes from the corpus' titles, phrases and concepts (`link_corpus_names`)."""

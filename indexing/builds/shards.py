@@ -38,7 +38,7 @@ _Item = TypeVar("_Item")
 #: write makes and keeps millions of objects (chunks, mentions, the tally's counters): at the default
 #: thresholds the young generations are collected every 700 allocations and the whole heap every hundred
 #: collections, ~10% of a 100k build's CPU (perf). With these a 100k build takes 0.85-0.91x the wall clock,
-#: a 1M build 0.79x (benchmarks/README.md, "Ten million").
+#: a 1M build 0.79x (benchmarks/docs/scale.md, "Ten million").
 BUILD_GC_THRESHOLDS = (100_000, 50, 100)
 
 
@@ -86,7 +86,7 @@ class Shards(Generic[_Item]):
         self._children: list[tuple[subprocess.Popen[bytes], Connection]] = []
         # Each shard gets its share of the cores (`cores`): a child as its `registry.core_share`, this
         # process' shard from its caller (`EntityExtractor.on_cores`). Models' runtimes would otherwise
-        # each start a thread a core beside the other shards' (benchmarks/README.md, "Ten million").
+        # each start a thread a core beside the other shards' (benchmarks/docs/scale.md, "Ten million").
         count = len(range(0, len(items), size))
         self.cores: int | None = max(1, available_cores() // count) if count > 1 else None
         try:
@@ -137,7 +137,7 @@ class Aside:
             self._conn.send((_aside, (fn, payload, *args)))
             # Then the end of its loop: the child exits once it has sent its result, rather than hold what
             # its work left in its heap until `result()` is read (a 1M build's keyword child lived through
-            # the graph stage: see benchmarks/README.md, "The keyword child leaves when it is done").
+            # the graph stage: see benchmarks/docs/scale.md, "The keyword child leaves when it is done").
             self._conn.send(None)
         except BaseException:
             self._stop(failed=True)

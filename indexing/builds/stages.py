@@ -90,7 +90,7 @@ def _extracted(
 EMBED_BATCH = 256
 # Rows the vector table is written in: each `VectorIndexWriter.add` is a LanceDB fragment, version and
 # transaction file (~8 ms of the build's thread apiece, one per embedding batch: 3,900 at 1M chunks), and a
-# new table's fragments are all rewritten by its compaction anyway (benchmarks/README.md, "Ten million").
+# new table's fragments are all rewritten by its compaction anyway (benchmarks/docs/scale.md, "Ten million").
 VECTOR_WRITE_ROWS = 65_536
 # What the keyword index gets of a chunk, as `KeywordRow`'s fields (a tuple pickles in C, a dataclass does not).
 KeywordFields = tuple[str, str, str, str, str, datetime | None, list[str]]
@@ -502,7 +502,7 @@ class VersionWrite:
                 entity_vectors = entity_name_vectors(self.base, graph.entities, embedder)
                 graph.synonyms = synonym_pairs(graph.entities, entity_vectors)
         # The reports' vectors are embedded beside the arrays' derivation, which reads neither them nor the
-        # embedder: a build's last steps ran one after the other on one core (benchmarks/README.md, "Ten
+        # embedder: a build's last steps ran one after the other on one core (benchmarks/docs/scale.md, "Ten
         # million"). The pool's exit waits for the embedding when the arrays fail.
         with ThreadPoolExecutor(1, "reports") as pool:
             reports = (

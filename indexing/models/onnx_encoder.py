@@ -44,7 +44,7 @@ OPSET = 17
 # in pairs into 16 bits, which 8-bit weights can saturate (benchmarks/README.md, "Constants").
 # 3: the graph's attention, layer norms and GELUs fused into onnxruntime's transformer kernels before it is
 # quantized (`fuse_transformer`): e5's passages 1.33x a second, a query's encoding 0.89x the time, the same
-# agreement with torch (benchmarks/README.md, "Fused transformer kernels").
+# agreement with torch (benchmarks/docs/scale.md, "Fused transformer kernels").
 EXPORT_RECIPE = 3
 # What `quantize_dynamic` turns into int8: the matrix products and the fused attention (QAttention). The word
 # embeddings stay fp32: quantizing that table saves no arithmetic and moved passages slightly further from
@@ -69,8 +69,8 @@ SAMPLE = (
 def int8_workers(threads: int = 0) -> int:
     """How many one-text int8 calls run side by side: `threads` when given, else the process's cores, at
     most `MAX_WORKERS`. Such a call spends much of its time between the runtime's threads, so one thread a
-    call and calls side by side beat one call at a time on every thread (benchmarks/README.md, "Cased names
-    typed by the tagger and the typer together"); a call's arithmetic is the same either way."""
+    call and calls side by side beat one call at a time on every thread (benchmarks/docs/entities.md, "Cased
+    names typed by the tagger and the typer together"); a call's arithmetic is the same either way."""
     return min(threads or available_cores(), MAX_WORKERS)
 
 

@@ -62,12 +62,12 @@ def encoder_casing(text: str) -> str:
     """`text` lower-cased when it is written in capitals (OCR, telegrams, old reports, all-capitals datasets),
     else as it is. e5 is cased and saw little text in capitals (MiniLM lower-cases its input itself): it
     ranks SciFact's abstracts without titles at nDCG@10 0.613 upper-cased against 0.649 lower-cased, and
-    reads capitals as 1.5x the word pieces (benchmarks/README.md, "Text in capitals"). Lower case is what
-    such text would be read as had it been written normally, less its proper nouns' capitals, which
-    capitals text has lost anyway. Counted over ASCII letters only (C-speed: a build folds every passage),
-    one rule for every corpus: mixed-case text, Japanese and short queries are read as written. Not
-    `entities.casing_informative`, the extractor's test: one lower-case letter ("5 mg/kg") makes a text
-    cased there, and it reads every character in Python."""
+    reads capitals as 1.5x the word pieces (benchmarks/docs/concepts.md, "Text in capitals"). Lower case is
+    what such text would be read as had it been written normally, less its proper nouns' capitals, which
+    capitals text has lost anyway. Counted over ASCII letters only (C-speed: a build folds every passage), one
+    rule for every corpus: mixed-case text, Japanese and short queries are read as written. Not
+    `entities.casing_informative`, the extractor's test: one lower-case letter ("5 mg/kg") makes a text cased
+    there, and it reads every character in Python."""
     if not isinstance(text, str):
         raise TypeError(f"an encoder reads text, not {type(text).__name__}")
     letters = text.encode("ascii", "ignore")

@@ -2,7 +2,7 @@
 
 The graph walk pushes along the rows of a few hundred nodes per round. `m[rows]` builds a whole matrix
 (data, indices and indptr, validated) to read part of it; a gather of the positions reads only what is
-needed, in the same order (measured: benchmarks/README.md, "The index on disk").
+needed, in the same order (measured: benchmarks/docs/speed.md, "The index on disk").
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def distinct_by_slot(values: np.ndarray, slot: np.ndarray) -> np.ndarray:
     value's position is written into `slot`, and a value is kept where it reads back its own. Whichever
     write of a repeated value lands, exactly one of its positions reads it back. `slot`: int32 scratch of
     any content (what it held is overwritten before it is read). A sort of the walk's targets was most of
-    its time (benchmarks/README.md, "The walk's node ids without a sort")."""
+    its time (benchmarks/docs/scale.md, "The walk's node ids without a sort")."""
     if len(values) < 2:
         return values
     positions = np.arange(len(values), dtype=slot.dtype)

@@ -7,7 +7,7 @@ a count is the true number of matches. A search counts only when asked and `Keyw
 afterwards, up to a bound where one is enough (`totalCount` under a relevance cut). The Python binding
 scores every match of every query term even for the top hits alone (it collects through a multi-collector,
 which tantivy's block-max pruning does not serve: a top 10 of one term held by all of 1M chunks takes as
-long as the scan, benchmarks/README.md "Keyword search at scale"), so a search costs what its terms'
+long as the scan, benchmarks/docs/scale.md "Keyword search at scale"), so a search costs what its terms'
 postings hold, and a count adds a second pass as long.
 """
 

@@ -422,8 +422,8 @@ class DocumentTable(_MappedTable, Mapping[str, Document]):
 
         A document whose chunks hold its text (`tables.stored_text`) is read only around these chunks: the
         chunks that overlap those windows, and its gaps. Reading its whole text cost a page of hits in long
-        documents ~2 ms a hit per 750 KB document (benchmarks/README.md, "A page reads its documents around
-        its hits"). Should the pieces leave a hole in a window, the whole text is read, as before."""
+        documents ~2 ms a hit per 750 KB document (benchmarks/docs/speed.md, "A page reads its documents
+        around its hits"). Should the pieces leave a hole in a window, the whole text is read, as before."""
         raw = self._read([c.doc_id for c in chunks], dict, (*HEAD_COLUMNS, "text", "text_gaps")).held
         heads = {doc_id: document_head(row) for doc_id, row in raw.items()}
         if not chars:

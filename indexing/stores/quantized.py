@@ -25,7 +25,7 @@ A search scans the codes for a few hundred candidates (faiss, SIMD; a flat scan 
 on one core here, so from `IVF_MIN_ROWS` rows only the `IVF_PROBES` lists nearest the query are scanned: the
 cost then grows with the square root of the rows) and rescores them with their float32 vectors, so every
 similarity returned is exact and only the candidate set is approximate (recall against exact search:
-benchmarks/README.md). Nothing here grows the process' own memory with the corpus except the codes (dim
+benchmarks/docs/scale.md). Nothing here grows the process' own memory with the corpus except the codes (dim
 bytes a row); the rest is file-backed and reclaimable. The float32 rows are read with `pread`, not mapped:
 a mapping keeps every page a rescoring touched, with the kernel's fault-around neighbours (16 pages a
 fault), in the process' resident set, which at a million rows grew to most of the 1.5 GB file; read, they
@@ -68,13 +68,13 @@ RESCORE_PER_RESULT = 1.5
 # fewest that keep recall@10 near 0.99 at 3M rows; the 1,600 cover a list of 100 (a search's default depth)
 # at recall@100 0.984 against 0.993 with 4,000, in half the time (benchmarks/README.md, "Constants"). Where
 # the version has 8-bit refine codes they rank those candidates and only the best `rescored(FLAT_KIND, k)`
-# are read and rescored exactly (at 1M, the same recall as reading all 1,600: benchmarks/README.md).
+# are read and rescored exactly (at 1M, the same recall as reading all 1,600: benchmarks/docs/scale.md).
 PQ_RESCORE_MIN = 1600
 PQ_RESCORE_PER_RESULT = 16
 PQ_DIMS = 2  # dimensions a 4-bit sub-quantizer codes: 384-d vectors in 96 bytes
 # A filter passing at most this many rows is answered exactly over those rows (no code scan); over the
 # product-quantized inverted file only when they are fewer than twice the candidates (its scan of every list
-# costs less than reading that many rows: benchmarks/README.md, "Vector search, product-quantized").
+# costs less than reading that many rows: benchmarks/docs/scale.md, "Vector search, product-quantized").
 EXACT_FILTERED_MAX = 20_000
 TRAIN_SAMPLE = 200_000
 BLOCK = 65_536
@@ -431,7 +431,7 @@ class QuantizedVectors:
     def filter_mask(self, filters: ChunkFilters) -> np.ndarray:
         """Which rows pass `filters` (`filters.filter_mask`'s predicate): over the columns encoded once, on
         the first filtered search (1M rows: ~0.1 s once, then ~1 ms a file filter and ~0.5 ms a type filter
-        against ~8 and 50-165 ms comparing strings; benchmarks/README.md)."""
+        against ~8 and 50-165 ms comparing strings; benchmarks/docs/scale.md)."""
         columns = self._filter_columns
         if columns is None:
             with self._encoding:

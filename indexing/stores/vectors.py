@@ -40,8 +40,8 @@ PROJECTED_CANDIDATES = 2000  # rescored per search, at least
 PROJECTED_PER_RESULT = 40  # and this many per requested result when that is more
 # How a new table stores its vectors (index format 6): float16, half the bytes of float32 (1.56 -> 0.79 KB a
 # 384-d chunk), which the base's rescoring reads in place (`lance_rows`). The unit vectors' float16 rounding
-# moves a cosine by ~1e-4; measured against float32 in benchmarks/README.md ("Disk: float16 vectors"). A table
-# written before keeps float32, and writes to it keep its type (`VectorIndexWriter`).
+# moves a cosine by ~1e-4; measured against float32 in benchmarks/docs/scale.md ("Disk: float16 vectors"). A
+# table written before keeps float32, and writes to it keep its type (`VectorIndexWriter`).
 VECTOR_TYPE = pa.float16()
 
 
@@ -350,7 +350,7 @@ class ProjectedScan:
     components of the vectors (fitted on a fixed sample when the index loads, so the same vectors always give
     the same projection). A query's projection ranks all rows cheaply; the best candidates are then
     rescored with their full vectors, so every returned similarity is exact and only the candidate set is
-    approximate (recall against the exact search: benchmarks/README.md, "In-memory vector search").
+    approximate (recall against the exact search: benchmarks/docs/tables.md, "In-memory vector search").
     """
 
     mean: np.ndarray  # dim

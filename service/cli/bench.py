@@ -38,7 +38,7 @@ def synthetic_index(name: str, base_index: Path, chunks: int, embedding_model: s
     synthetic_dir = CACHE / f"synthetic-{name}-{embedding_model}-{chunks}"
     if not (synthetic_dir / "index" / "current").exists():
         # Built in a child process: what a build leaves in its process' heap (~12 GB after 3M chunks) would
-        # otherwise stay resident through what the caller measures next (benchmarks/README.md, "3M chunks
+        # otherwise stay resident through what the caller measures next (benchmarks/docs/scale.md, "3M chunks
         # built and served").
         with Aside(build_synthetic, base_index, chunks, synthetic_dir, embedding_model) as child:
             built = child.result()

@@ -338,8 +338,6 @@ def bench_keyword_scale(
     data = load_beir(dataset, split)
     queries = data.query_texts(max_queries)
     report = run_keyword_scale(data.corpus, queries, sizes, workdir, names, judged=data)
-    if "quality" in report:  # the two engines' BM25 on the split's relevance judgements
-        report["split"] = split
     target = out or RESULTS / f"keyword-scale-{data.name}.json"
     markdown = to_markdown(report)
     write_results(target, report, markdown)

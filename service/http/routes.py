@@ -83,7 +83,7 @@ def _parsed_and_searched(
     engine: SearchEngine, body: bytes, lang: Language, request_id: str | None
 ) -> SearchResult:
     """The body validated and searched in one trip off the event loop: each trip is a hand-off to a worker
-    thread and back (a search's share of the HTTP layer, benchmarks/README.md, "Ten million")."""
+    thread and back (a search's share of the HTTP layer, benchmarks/docs/scale.md, "Ten million")."""
     return engine.search(parse_body(body, lang, SearchRequest), request_id)
 
 

@@ -3,9 +3,9 @@
 A search holds the GIL for most of its CPU time and lets it go at every Arrow, `pread`, faiss and tantivy
 call. Sixteen searches at once on two cores spend their time handing the GIL to each other: measured in
 process at 100k chunks, 16 threads searching through no gate 60-67 searches/s, through a gate of 2 93/s,
-of 4 84/s (benchmarks/README.md, "Searches at once: a first-come gate"). The gate admits `slots` searches; the rest wait in arrival order and a
-finished search hands its slot to the longest-waiting one, so a newcomer never overtakes (a plain
-`threading.Semaphore` lets the thread that releases take the slot straight back).
+of 4 84/s (benchmarks/docs/speed.md, "Searches at once: a first-come gate"). The gate admits `slots` searches;
+the rest wait in arrival order and a finished search hands its slot to the longest-waiting one, so a newcomer
+never overtakes (a plain `threading.Semaphore` lets the thread that releases take the slot straight back).
 """
 
 from __future__ import annotations

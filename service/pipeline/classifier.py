@@ -50,9 +50,9 @@ _QUESTION_WORDS = frozenset(
 )
 
 # (keyword, semantic, graph). Chosen on the three dev sets together (one setting for all, see
-# benchmarks/README.md): at chunk level the graph helps multi-hop questions a little (HotpotQA) and costs
-# claim-style and reading-comprehension queries (SciFact, JaQuAD) when weighted above ~0.1, so it carries
-# more weight only where the query asks about relations or the collection as a whole.
+# benchmarks/docs/quality.md): at chunk level the graph helps multi-hop questions a little (HotpotQA) and
+# costs claim-style and reading-comprehension queries (SciFact, JaQuAD) when weighted above ~0.1, so it
+# carries more weight only where the query asks about relations or the collection as a whole.
 WEIGHTS_BY_TYPE: dict[str, tuple[float, float, float]] = {
     "local": (0.5, 0.4, 0.1),
     "global": (0.3, 0.4, 0.3),

@@ -283,7 +283,7 @@ class SearchEngine(IndexLifecycle):
 
     def _encoding(self, text: str) -> Future[np.ndarray]:
         """`text`'s query vector, to come: the search goes on meanwhile (its keyword retrieval runs beside
-        the encoder; benchmarks/README.md, "Ten million")."""
+        the encoder; benchmarks/docs/scale.md, "Ten million")."""
         embedder = self._embedder
         if embedder is None:
             raise NotReady("no embedding model is loaded")

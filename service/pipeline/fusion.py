@@ -9,7 +9,7 @@ ranked first by every strategy scores 1.0 and every score lies in 0..1. Ties are
 Score-weighted RRF (the service default) multiplies each term by the candidate's score evidence e_s(d) in
 0..1 (see `score_evidence`):  w_s * e_s(d) / (k + rank_s(d)).  Plain RRF throws away how far ahead a
 strategy's top hit is; on the dev sets that cost the hybrid its lead whenever one strategy was much surer
-than the other (benchmarks/README.md has the measurements). Ranks, k, weights and the 0..1 range stay.
+than the other (benchmarks/docs/quality.md has the measurements). Ranks, k, weights and the 0..1 range stay.
 
 `unseen` names, per strategy, candidates that strategy could not have ranked (a passage written after the
 graph was built, until a merge brings it in): such a candidate's sum runs over the strategies that could,
@@ -146,7 +146,7 @@ def list_evidence(candidates: Sequence[Scored], ratio_scores: bool) -> list[floa
     Keyword and semantic scores are min-max scaled against the list's own depth (`score_evidence`). A list
     of `ratio_scores` (the graph's passages, PageRank mass over the top passage's: a natural zero, half the
     mass counts half) is weighed by those ratios; its entities and community reports, on other scales,
-    keep rank-only terms. Measured against rank-only graph terms on the dev sets: benchmarks/README.md.
+    keep rank-only terms. Measured against rank-only graph terms on the dev sets: benchmarks/docs/quality.md.
     """
     if not ratio_scores:
         return score_evidence([c.raw_score for c in candidates])

@@ -17,7 +17,7 @@ through the bridge entity the first passage mentions. Passages written since the
 the entities they are linked to, and hand a seed's restart mass to those entities, as the merged graph's walk
 would. Communities (global / hybrid questions) are ranked by
 the cosine of the query to their embedded report. The constants were chosen on the dev sets together
-(benchmarks/README.md) and are one setting for every corpus.
+(benchmarks/README.md, "Constants") and are one setting for every corpus.
 """
 
 from __future__ import annotations

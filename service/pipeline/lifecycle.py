@@ -48,7 +48,8 @@ def limit_scan_threads(threads: int) -> None:
     """faiss's OpenMP threads for scans run in the calling thread (0: the library default, every core).
 
     libgomp keeps the count per thread: set in the main thread only, it left the retriever threads, which
-    run the scans, with the default team of one thread per core (benchmarks/README.md, "The index on disk").
+    run the scans, with the default team of one thread per core (benchmarks/docs/speed.md, "The index on
+    disk").
     """
     if not threads:
         return

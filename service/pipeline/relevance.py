@@ -11,7 +11,7 @@ know about the query as a whole, the probability that the query asks about somet
 
 Features that fitted the dev sets a little better but follow the corpus' size were left out: the share of
 the query in terms the corpus lacks, the best cosine's gap over rank 100 and the first passages' mutual
-similarity all call ordinary questions junk on a corpus of a dozen documents (benchmarks/README.md,
+similarity all call ordinary questions junk on a corpus of a dozen documents (benchmarks/docs/relevance.md,
 "Relevance").
 
 Fitted by `hybridrag bench relevance --fit` (benchmarks/relevance.py) on the dev sets' queries against

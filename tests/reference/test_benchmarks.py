@@ -686,7 +686,7 @@ def test_keyword_scale_benchmark_times_lances_inverted_index_beside_tantivy(tmp_
     work.mkdir()
     queries = ["basalt 7", "granite 12 river", "nothing here"]
     data = BeirDataset(
-        "c", corpus, {"q1": "basalt 7", "q2": "granite 12 river"}, {"q1": {"d7": 1}, "q2": {"d12": 1}}
+        "c", corpus, {"q1": "basalt 7", "q2": "granite 12 river"}, {"q1": {"d7": 1}, "q2": {"d12": 1}}, "test"
     )
     report = keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("tantivy", "lance"), judged=data)
     lance = report["points"][0]["lance"]
@@ -700,8 +700,10 @@ def test_keyword_scale_benchmark_times_lances_inverted_index_beside_tantivy(tmp_
     # Each engine's BM25 over the passages themselves, judged: the passage holding "7" answers "basalt 7".
     quality = report["quality"]
     assert quality["tantivy"]["ndcg@10"] == quality["lance"]["ndcg@10"] == 1.0
-    report["split"] = "test"
-    assert "| lance | 1.000 |" in keyword_scale.to_markdown(report)
+    assert report["split"] == "test"  # the judgements' split, named in the table
+    assert "(test queries)" in keyword_scale.to_markdown(
+        report
+    ) and "| lance | 1.000 |" in keyword_scale.to_markdown(report)
     # Without lance there is no second engine to judge.
     alone = keyword_scale.run_keyword_scale(corpus, queries, [200], work, ("tantivy",), judged=data)
     assert "quality" not in alone and "lance" not in alone["points"][0]
@@ -747,35 +749,45 @@ def test_report_refreshes_only_the_marked_blocks_and_skips_files_that_are_not_qu
         "### Build of tiny\n\n| stage | seconds |\n|---|---|\n| read | 1 |\n"
     )
     prose_head = "# Benchmark results\n\nWritten by hand: kept as it is.\n\n## Summary\n\n"
-    prose_middle = "\n\n## Notes\n\nA measured paragraph (2026-12-07), kept as it is.\n\n## Result tables\n\n"
-    readme = tmp_path / "README.md"
+    prose_tail = "\n\n## Notes\n\nA measured paragraph (2026-12-07), kept as it is.\n"
+    readme, tables_page = tmp_path / "README.md", tmp_path / "tables.md"
     readme.write_text(
-        prose_head
-        + "<!-- summary:begin -->\nstale\n<!-- summary:end -->"
-        + prose_middle
-        + "<!-- tables:begin -->\nstale\n<!-- tables:end -->\n",
-        "utf-8",
+        prose_head + "<!-- summary:begin -->\nstale\n<!-- summary:end -->" + prose_tail, "utf-8"
     )
+    tables_head = "# Result tables\n\nGenerated below.\n\n"
+    tables_page.write_text(tables_head + "<!-- tables:begin -->\nstale\n<!-- tables:end -->\n", "utf-8")
 
-    report.update_benchmarks_readme(readme)
-    text = readme.read_text("utf-8")
-    assert text.startswith(prose_head + "<!-- summary:begin -->")
-    assert prose_middle in text and text.endswith("<!-- tables:end -->\n")
-    assert "stale" not in text
+    report.update_benchmarks_pages(readme, tables_page)
+    text, tables = readme.read_text("utf-8"), tables_page.read_text("utf-8")
+    assert text.startswith(prose_head + "<!-- summary:begin -->") and text.endswith(prose_tail)
+    assert "stale" not in text and "stale" not in tables
     summary = text[text.index("<!-- summary:begin -->") : text.index("<!-- summary:end -->")]
     assert "| tiny (dev) | e5-multilingual | keyword | 0.500 | 0.250 | 0.750 | 1.500 |" in summary
     assert "quality-before-after" not in text and "name-typing" not in text
-    tables = text[text.index("<!-- tables:begin -->") :]
+    assert tables.startswith(tables_head + "<!-- tables:begin -->") and tables.endswith(
+        "<!-- tables:end -->\n"
+    )
     assert "### Build of tiny" in tables and "| read | 1 |" in tables
-    report.update_benchmarks_readme(readme)
-    assert readme.read_text("utf-8") == text  # the same results, the same file
+    report.update_benchmarks_pages(readme, tables_page)
+    assert (readme.read_text("utf-8"), tables_page.read_text("utf-8")) == (
+        text,
+        tables,
+    )  # same results, same files
+
+    # A page without its block is refused by name, not left with stale figures and no word said.
+    tables_page.write_text("# Result tables\n\nThe markers were lost.\n", "utf-8")
+    with pytest.raises(ValueError, match=r"tables\.md: expected one <!-- tables:begin -->"):
+        report.update_benchmarks_pages(readme, tables_page)
 
     # The project README's quality block comes from the same runs.
     project = tmp_path / "PROJECT.md"
-    project.write_text("intro\n<!-- quality:begin -->\nold\n<!-- quality:end -->\noutro\n", "utf-8")
+    others = "".join(
+        f"<!-- {name}:begin -->x<!-- {name}:end -->\n" for name in ("image", "torchfree", "documents")
+    )
+    project.write_text("intro\n<!-- quality:begin -->\nold\n<!-- quality:end -->\noutro\n" + others, "utf-8")
     report.update_readme(project)
     block = project.read_text("utf-8")
     assert block.startswith("intro\n<!-- quality:begin -->\n") and block.endswith(
-        "<!-- quality:end -->\noutro\n"
+        "<!-- quality:end -->\noutro\n" + others  # no image, torch-free or documents results: as they were
     )
     assert "| tiny (dev, 3 q) | 0.500 / 0.250 |" in block and "old" not in block

@@ -204,7 +204,7 @@ def test_fitting_learns_the_training_names_and_is_reproducible(tmp_path: Path) -
 
 @needs_shared("data", "ner", "en-wikineural-dev.conll")
 def test_typed_f1_on_the_english_dev_file_beats_the_rules() -> None:
-    """The measured gain (benchmarks/README.md "Entities") holds on the first 500 dev sentences."""
+    """The measured gain (benchmarks/docs/tables.md "Entities") holds on the first 500 dev sentences."""
     path = shared_path("data", "ner", "en-wikineural-dev.conll")
     typed = run_entities(path, ("original",), limit=500)["results"]["original"]
     rules = run_entities(path, ("original",), limit=500, rules_only=True)["results"]["original"]

@@ -17,6 +17,7 @@ DOCS = [
     ROOT / "README.md",
     ROOT / "ARCHITECTURE.md",
     ROOT / "benchmarks" / "README.md",
+    *sorted((ROOT / "benchmarks" / "docs").glob("*.md")),
     *sorted((ROOT / "docs").glob("*.md")),
 ]
 README_MAX_LINES = 350
@@ -87,6 +88,43 @@ def test_readme_block_runs_against_the_sample(block: tuple[str, str], live_servi
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert "Sony" in done.stdout
+
+
+_PAGE_POINTER = re.compile(r"benchmarks/((?:docs/)?[\w-]+\.md)")
+_QUOTED_SECTION = re.compile(r'\s*(?:[,(]\s*|\s)?\(?\s*"([^"]+)"')
+_SOURCES = ("service", "indexing", "schemas", "benchmarks", "tests", "docs")
+
+
+def _titles(page: Path) -> list[str]:
+    """A page's headings and the bold words that open its paragraphs (the titles pointers quote)."""
+    text = page.read_text("utf-8")
+    return re.findall(r"^#{1,4} (.+)$", text, re.M) + re.findall(r"^\*\*(.+?)\*\*", text, re.M)
+
+
+def test_pointers_to_the_benchmark_pages_name_a_page_and_a_section_it_has() -> None:
+    """A comment's `benchmarks/docs/scale.md, "Ten million"` leads to that page and that section, so
+    moving a section from page to page cannot leave the code pointing at nothing."""
+    files = [ROOT / "README.md", ROOT / "ARCHITECTURE.md"]
+    files += [p for d in _SOURCES for p in sorted((ROOT / d).rglob("*")) if p.suffix in (".py", ".md")]
+    broken, checked = [], 0
+    for path in files:
+        text = path.read_text("utf-8")
+        for match in _PAGE_POINTER.finditer(text):
+            page = ROOT / "benchmarks" / match.group(1)
+            where = f"{path.relative_to(ROOT)}: benchmarks/{match.group(1)}"
+            if not page.exists():
+                broken.append(where)
+                continue
+            # A pointer may wrap onto the next comment line.
+            after = re.sub(r"\n\s*(?:#:?)?\s*", " ", text[match.end() : match.end() + 200])
+            quoted = _QUOTED_SECTION.match(after)
+            if quoted:
+                checked += 1
+                section = quoted.group(1).rstrip(".,")
+                if not any(title.startswith(section) for title in _titles(page)):
+                    broken.append(f'{where}, "{section}"')
+    assert checked > 30, checked  # the pattern still reads the pointers
+    assert not broken, broken
 
 
 def test_tests_reach_shared_data_only_through_the_guarded_helpers() -> None:
