@@ -199,6 +199,18 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def search_json(client: Any, body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    """`POST /v1/search` through a `TestClient`: the answer's JSON, once it is a 200 and a valid contract
+    document (every response a test reads is checked against the schema)."""
+    from hybridrag.schemas.search import SearchResult
+
+    answer = client.post("/v1/search", json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    SearchResult.model_validate_json(answer.content)
+    data: dict[str, Any] = answer.json()
+    return data
+
+
 def jsonl_corpus(folder: Path, rows: list[dict[str, Any]]) -> Path:
     """`folder` made, holding `rows` as one JSON-lines source file (a corpus to build or add)."""
     folder.mkdir(parents=True)

@@ -6,19 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import search_json
 from fastapi.testclient import TestClient
 
 from hybridrag.http.app import create_app
 from hybridrag.pipeline.settings import Settings
-from hybridrag.schemas.search import SearchResult
-
-
-def search(client: TestClient, body: dict[str, Any], **headers: str) -> dict[str, Any]:
-    r = client.post("/v1/search", json=body, headers=headers)
-    assert r.status_code == 200, r.text
-    data = r.json()
-    SearchResult.model_validate_json(r.content)  # every response is a valid contract document
-    return data
 
 
 def titles(data: dict[str, Any]) -> list[str]:
@@ -44,7 +36,7 @@ def test_health(client: TestClient) -> None:
     ],
 )
 def test_hybrid_search_finds_the_right_document(client: TestClient, query: str, expected_title: str) -> None:
-    data = search(client, {"text": query, "options": {"limit": 3}})
+    data = search_json(client, {"text": query, "options": {"limit": 3}})
     assert titles(data)[0] == expected_title
     top = data["results"][0]
     assert top["type"] == "chunk" and 0 < top["score"] <= 1 and top["score"] == top["relevance"]["combined"]
@@ -61,7 +53,7 @@ def test_hybrid_search_finds_the_right_document(client: TestClient, query: str, 
 
 def test_highlights_are_character_offsets_into_the_text(client: TestClient) -> None:
     for query, needle in (("radium Nobel Prize", "radium"), ("東京タワーの設計", "設計")):
-        data = search(client, {"text": query, "options": {"limit": 2}})
+        data = search_json(client, {"text": query, "options": {"limit": 2}})
         item = data["results"][0]
         text = item["content"]["text"]
         spans = [text[o["start"] : o["end"]] for h in item["highlights"] for o in h["offsets"]]
@@ -70,7 +62,7 @@ def test_highlights_are_character_offsets_into_the_text(client: TestClient) -> N
 
 
 def test_keyword_only_search(client: TestClient) -> None:
-    data = search(client, {"text": "Walkman Trinitron", "options": {"strategies": ["keyword"]}})
+    data = search_json(client, {"text": "Walkman Trinitron", "options": {"strategies": ["keyword"]}})
     assert data["strategies"]["semantic"]["enabled"] is False
     assert data["strategies"]["keyword"]["resultCount"] == data["totalCount"] == len(data["results"]) == 1
     assert titles(data) == ["Sony: Masaru Ibuka and Akio Morita"]
@@ -78,7 +70,7 @@ def test_keyword_only_search(client: TestClient) -> None:
 
 
 def test_graph_only_search_returns_chunks_and_entities(client: TestClient) -> None:
-    data = search(
+    data = search_json(
         client, {"text": "Sakichi Toyoda and Kiichiro Toyoda", "options": {"strategies": ["graph"]}}
     )
     kinds = {r["type"] for r in data["results"]}
@@ -92,22 +84,24 @@ def test_graph_only_search_returns_chunks_and_entities(client: TestClient) -> No
 
 
 def test_unavailable_rerank_is_reported_not_silent(client: TestClient) -> None:
-    data = search(client, {"text": "Toyota"})
+    data = search_json(client, {"text": "Toyota"})
     stages = {n["stage"]: n for n in data["notes"]}
     assert stages["rerank"]["status"] == "skipped" and "not on this machine" in stages["rerank"]["reason"]
-    quiet = search(client, {"text": "Toyota", "options": {"rerankEnabled": False, "strategies": ["keyword"]}})
+    quiet = search_json(
+        client, {"text": "Toyota", "options": {"rerankEnabled": False, "strategies": ["keyword"]}}
+    )
     assert quiet["notes"] == []
 
 
 def test_paging_is_stable_and_total_is_consistent(client: TestClient) -> None:
     base = {"text": "Japanese company founded in Tokyo", "filters": {"minRelevance": 0}}
-    full = search(client, {**base, "options": {"limit": 10}})
-    p1 = search(client, {**base, "options": {"limit": 4, "offset": 0}})
-    p2 = search(client, {**base, "options": {"limit": 4, "offset": 4}})
+    full = search_json(client, {**base, "options": {"limit": 10}})
+    p1 = search_json(client, {**base, "options": {"limit": 4, "offset": 0}})
+    p2 = search_json(client, {**base, "options": {"limit": 4, "offset": 4}})
     ids = [r["id"] for r in full["results"]]
     assert [r["id"] for r in p1["results"] + p2["results"]] == ids[:8]
     assert p1["totalCount"] == p2["totalCount"] == full["totalCount"] >= 10
-    beyond = search(client, {**base, "options": {"limit": 5, "offset": 10_000}})
+    beyond = search_json(client, {**base, "options": {"limit": 5, "offset": 10_000}})
     assert beyond["results"] == [] and beyond["totalCount"] == full["totalCount"]
     # An offset far past any corpus (the contract leaves it unbounded) is an empty page, not a 500: tantivy
     # sized its top-k heap by offset + limit and panicked ("capacity overflow"), found by the fuzz test.
@@ -141,9 +135,9 @@ def test_the_total_of_one_strategy_under_a_cut_is_what_its_pages_hold(tmp_path: 
         for min_relevance in (0.0, 0.3, 0.4, 0.5, 0.6):
             body = {"text": "zebra", "filters": {"minRelevance": min_relevance}}
             options = {"strategies": ["keyword"], "limit": 100}
-            first = search(client, {**body, "options": options})
+            first = search_json(client, {**body, "options": options})
             held, offset = 0, 0
-            while page := search(client, {**body, "options": {**options, "offset": offset}})["results"]:
+            while page := search_json(client, {**body, "options": {**options, "offset": offset}})["results"]:
                 held, offset = held + len(page), offset + 100
             assert first["totalCount"] == held, min_relevance
             totals.append(held)
@@ -151,11 +145,11 @@ def test_the_total_of_one_strategy_under_a_cut_is_what_its_pages_hold(tmp_path: 
 
 
 def test_file_and_date_filters_apply_to_every_strategy(client: TestClient) -> None:
-    data = search(
+    data = search_json(
         client, {"text": "Nobel Prize", "filters": {"fileIds": ["yukawa-ja.md"], "minRelevance": 0}}
     )
     assert data["results"] and {r["sources"]["fileId"] for r in data["results"]} == {"yukawa-ja.md"}
-    dated = search(
+    dated = search_json(
         client,
         {
             "text": "company founded",
@@ -166,13 +160,13 @@ def test_file_and_date_filters_apply_to_every_strategy(client: TestClient) -> No
     years = {r["metadata"]["date"][:4] for r in dated["results"] if r["type"] == "chunk"}
     assert years and all(1940 <= int(y) <= 1960 for y in years)
     assert all(r["type"] in ("chunk", "entity", "community") for r in dated["results"])
-    none = search(client, {"text": "Toyota", "filters": {"fileIds": [], "minRelevance": 0}})
+    none = search_json(client, {"text": "Toyota", "filters": {"fileIds": [], "minRelevance": 0}})
     assert none["results"] == [] and none["totalCount"] == 0
 
 
 def test_min_relevance_cuts_results(client: TestClient) -> None:
-    loose = search(client, {"text": "radium", "filters": {"minRelevance": 0}})
-    strict = search(client, {"text": "radium", "filters": {"minRelevance": 0.9}})
+    loose = search_json(client, {"text": "radium", "filters": {"minRelevance": 0}})
+    strict = search_json(client, {"text": "radium", "filters": {"minRelevance": 0.9}})
     assert all(r["score"] >= 0.9 for r in strict["results"])
     assert strict["totalCount"] < loose["totalCount"]
 
@@ -183,19 +177,19 @@ def test_type_and_weights_in_the_request_win(client: TestClient) -> None:
         "type": "global",
         "options": {"weights": {"keyword": 1.0, "semantic": 0.0, "graph": 0.0}},
     }
-    data = search(client, body)
+    data = search_json(client, body)
     assert data["query"]["type"] == "global"
     assert data["query"]["options"]["weights"] == {"keyword": 1.0, "semantic": 0.0, "graph": 0.0}
-    auto = search(client, {"text": "relationship between Sakichi Toyoda and Toyota Motor"})
+    auto = search_json(client, {"text": "relationship between Sakichi Toyoda and Toyota Motor"})
     assert auto["query"]["type"] == "relationship"
     assert auto["query"]["options"]["weights"] == auto["classification"]["suggestedWeights"]
 
 
 def test_metadata_and_context(client: TestClient) -> None:
-    data = search(client, {"text": "Trinitron colour television", "options": {"limit": 1}})
+    data = search_json(client, {"text": "Trinitron colour television", "options": {"limit": 1}})
     meta = data["results"][0]["metadata"]
     assert meta["url"].startswith("http") and meta["language"] == "en" and meta["docId"]
-    bare = search(
+    bare = search_json(
         client,
         {"text": "Trinitron", "options": {"limit": 1, "includeMetadata": False, "includeHighlights": False}},
     )
@@ -204,7 +198,7 @@ def test_metadata_and_context(client: TestClient) -> None:
 
 def test_precomputed_embedding(client: TestClient, embedder) -> None:  # type: ignore[no-untyped-def]
     vector = embedder.embed_queries(["Bletchley Park codebreakers"])[0].tolist()
-    data = search(
+    data = search_json(
         client, {"text": "zzz", "embedding": vector, "options": {"strategies": ["semantic"], "limit": 1}}
     )
     assert titles(data) == ["Alan Turing, Bletchley Park and the question of machine intelligence"]
@@ -282,7 +276,7 @@ def test_malformed_requests(client: TestClient) -> None:
 
 
 def test_documents_endpoint(client: TestClient) -> None:
-    data = search(client, {"text": "渋沢栄一", "options": {"limit": 1}})
+    data = search_json(client, {"text": "渋沢栄一", "options": {"limit": 1}})
     doc_id = data["results"][0]["metadata"]["docId"]
     doc = client.get(f"/v1/documents/{doc_id}").json()
     assert doc["id"] == doc_id and doc["chunks"] and data["results"][0]["content"]["text"] in doc["text"]
@@ -358,7 +352,7 @@ def test_time_budget_skips_a_slow_retriever(
     settings = Settings(index_dir=sample_index, embedding_model="minilm", search_budget_s=0.5, _env_file=None)  # type: ignore[call-arg]
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as c:
         started = time.perf_counter()
-        data = search(c, {"text": "Who founded Sony?"})
+        data = search_json(c, {"text": "Who founded Sony?"})
         assert time.perf_counter() - started < 1.4
         assert any(n["stage"] == "semantic" and n["reason"] == "time budget exceeded" for n in data["notes"])
         assert data["results"] and data["strategies"]["semantic"]["enabled"] is False
@@ -366,13 +360,13 @@ def test_time_budget_skips_a_slow_retriever(
 
 def test_fusion_choice_and_deep_pages_agree(client: TestClient) -> None:
     base = {"text": "Japanese company founded in Tokyo", "filters": {"minRelevance": 0}}
-    scored = search(client, {**base, "options": {"limit": 30}})
-    plain = search(client, {**base, "fusion": "rrf", "options": {"limit": 30}})
+    scored = search_json(client, {**base, "options": {"limit": 30}})
+    plain = search_json(client, {**base, "fusion": "rrf", "options": {"limit": 30}})
     assert scored["results"] and plain["results"]
     assert {r["id"] for r in scored["results"]} & {r["id"] for r in plain["results"]}
     assert all(0 <= r["score"] <= 1 for r in scored["results"] + plain["results"])
     # A deep page (deeper fetch) agrees with the same positions of a shallow one.
-    deep = search(client, {**base, "options": {"limit": 10, "offset": 20}})
+    deep = search_json(client, {**base, "options": {"limit": 10, "offset": 20}})
     assert [r["id"] for r in deep["results"]] == [r["id"] for r in scored["results"][20:30]]
     r = client.post("/v1/search", json={**base, "fusion": "borda"}, headers={"Accept-Language": "en"})
     assert r.status_code == 422 and r.json()["errors"][0]["path"] == "fusion"
@@ -380,7 +374,7 @@ def test_fusion_choice_and_deep_pages_agree(client: TestClient) -> None:
 
 
 def test_a_note_says_which_rule_set_the_weights(client: TestClient) -> None:
-    question = search(client, {"text": "Who founded Toyota?", "options": {"rerankEnabled": False}})
+    question = search_json(client, {"text": "Who founded Toyota?", "options": {"rerankEnabled": False}})
     fusion = [n for n in question["notes"] if n["stage"] == "fusion"]
     assert fusion and fusion[0]["status"] == "weighted" and "question" in fusion[0]["reason"]
     assert (
@@ -389,7 +383,7 @@ def test_a_note_says_which_rule_set_the_weights(client: TestClient) -> None:
     )
     # Weights the caller chose are the caller's: no note.
     chosen = {"rerankEnabled": False, "weights": {"keyword": 0.4, "semantic": 0.4, "graph": 0.2}}
-    explicit = search(client, {"text": "Who founded Toyota?", "options": chosen})
+    explicit = search_json(client, {"text": "Who founded Toyota?", "options": chosen})
     assert not [n for n in explicit["notes"] if n["stage"] == "fusion"]
 
 

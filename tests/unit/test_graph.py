@@ -1,4 +1,5 @@
-"""The knowledge graph: extraction in both languages, the graph build, graph retrieval, filters, deletion."""
+"""The knowledge graph's build: entities, titles, relations and communities, its arrays and layout, incremental
+adds and deletes (extraction: test_extraction.py; searching it: test_graph_search.py)."""
 
 from __future__ import annotations
 
@@ -12,108 +13,18 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import jsonl_corpus
+from conftest import jsonl_corpus, search_json
 from fastapi.testclient import TestClient
 
 from hybridrag.indexing.analysis.analyzers import Analyzer
 from hybridrag.indexing.analysis.entities import EntityExtractor, normalize_name
-from hybridrag.indexing.analysis.ja_rules import people_of_places
 from hybridrag.indexing.builds.build import BuildConfig, IndexBuilder
 from hybridrag.indexing.builds.graph_build import build_graph, link_title_spans
 from hybridrag.indexing.stores import versions
 from hybridrag.indexing.stores.graph import GRAPH_FORMAT, ChunkMentions, GraphData
 from hybridrag.indexing.stores.graph_arrays import load_graph
-from hybridrag.schemas.search import SearchResult
 
 EXTRACTOR = EntityExtractor(Analyzer())
-
-
-def entities(text: str) -> dict[str, str]:
-    return {m.key: m.type for m in EXTRACTOR.extract(text)}
-
-
-def test_english_extraction_and_types() -> None:
-    got = entities(
-        "Marie Curie studied at the University of Paris. In 1898 Curie worked in Warsaw with "
-        "Dr. Henri Becquerel and the Radium Institute. The IAEA was founded later."
-    )
-    assert got["marie curie"] == "person"
-    assert got["university of paris"] == "organization"
-    assert got["radium institute"] == "organization"
-    assert got["warsaw"] == "place"
-    assert got["henri becquerel"] == "person"
-    assert "iaea" in got
-    assert "the" not in got and "in" not in got
-    # A lone surname is resolved to the full name met in the same text.
-    curie = [m for m in EXTRACTOR.extract("Marie Curie won. Later Curie taught.") if m.surface == "Curie"]
-    assert curie and curie[0].key == "marie curie"
-
-
-def test_japanese_extraction_and_types() -> None:
-    got = entities(
-        "豊田佐吉は1926年に愛知県刈谷で豊田自動織機製作所を設立した。湯川秀樹は京都大学で研究した。"
-    )
-    assert got["豊田佐吉"] == "person"
-    assert got["湯川秀樹"] == "person"
-    assert got["愛知県刈谷"] == "place"  # an address is one place, as named-entity data marks it
-    assert got["豊田自動織機製作所"] == "organization"
-    assert got["京都大学"] == "organization"
-    assert "1926年" not in got
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        (
-            "ノーマン・フォスターが設計した。",
-            {"ノーマン・フォスター": "person"},
-        ),  # katakana names across "・"
-        (
-            "豊田雅孝らが参加し、田中さんも来た。",
-            {"豊田雅孝": "person", "田中": "person"},
-        ),  # plural, honorific
-        ("片岡千恵蔵主演の映画。", {"片岡千恵蔵": "person"}),  # what the name did is not part of it
-        ("SBS静岡放送の番組。", {"sbs静岡放送": "organization"}),  # the compound's head decides
-        ("ボストン交響楽団が演奏した。", {"ボストン交響楽団": "organization"}),
-        ("東日本大震災の後。", {"東日本大震災": "other"}),
-        ("株式会社アドバンスコープは。", {"株式会社アドバンスコープ": "organization"}),
-        ("FIFAが発表した。", {"fifa": "organization"}),
-        (
-            "千葉ロッテマリーンズが勝った。",
-            {"千葉ロッテマリーンズ": "organization"},
-        ),  # a place, then a team's name
-        ("アメリカ合衆国の首都。", {"アメリカ合衆国": "place"}),
-        ("京都議定書が採択された。", {"京都議定書": "other"}),
-        ("中山が打った。", {"中山": "person"}),  # a surname's own ending is no mountain
-        ("三宮駅で降りた。", {"三宮駅": "place"}),
-        ("八坂神社に参拝した。", {"八坂神社": "place"}),  # the longest ending decides (神社, not 社)
-    ],
-)
-def test_japanese_names_bounded_and_typed_by_their_head(text: str, expected: dict[str, str]) -> None:
-    assert entities(text) == expected
-
-
-def test_a_places_people_are_typed_other_and_nothing_else_moves() -> None:
-    names = [
-        ("日本人", "place"),
-        ("東京都民", "place"),
-        ("東京", "place"),
-        ("菅直人", "person"),
-        ("巨人", "organization"),
-    ]
-    assert people_of_places(names) == [
-        ("日本人", "other"),
-        ("東京都民", "other"),
-        ("東京", "place"),
-        ("菅直人", "person"),  # a given name's own 人
-        ("巨人", "organization"),  # a team
-    ]
-
-
-def test_normalisation_merges_width_and_case() -> None:
-    a = entities("Ｔｏｋｙｏ Ｔｓｕｓｈｉｎ Ｋｏｇｙｏ was founded.")
-    b = entities("Later, TOKYO TSUSHIN KOGYO changed its name.")
-    assert "tokyo tsushin kogyo" in a and "tokyo tsushin kogyo" in b
 
 
 def _chunk(chunk_id: str, title: str, text: str) -> ChunkMentions:
@@ -446,95 +357,6 @@ def test_graph_build_is_deterministic(tmp_path: Path) -> None:
     assert outputs[0] == outputs[1]
 
 
-def _search(client: TestClient, body: dict) -> dict:  # type: ignore[type-arg]
-    r = client.post("/v1/search", json=body)
-    assert r.status_code == 200, r.text
-    SearchResult.model_validate_json(r.content)
-    return r.json()  # type: ignore[no-any-return]
-
-
-def test_global_query_returns_community_reports(client: TestClient) -> None:
-    data = _search(
-        client,
-        {
-            "text": "overview of the main themes of Japanese companies",
-            "type": "global",
-            "options": {"strategies": ["graph"], "limit": 10},
-        },
-    )
-    communities = [r for r in data["results"] if r["type"] == "community"]
-    assert communities
-    c = communities[0]
-    assert c["sources"]["communityId"] == c["id"] and c["sources"]["entityIds"] and c["content"]["text"]
-
-
-def test_entity_type_filter_applies_to_every_strategy(client: TestClient) -> None:
-    data = _search(
-        client,
-        {
-            "text": "Toyoda",
-            "filters": {"entityTypes": ["place"], "minRelevance": 0},
-            "options": {"limit": 50},
-        },
-    )
-    assert data["results"]
-    for r in data["results"]:
-        if r["type"] == "entity":
-            assert r["metadata"]["entityType"] == "place"
-    none = _search(
-        client, {"text": "Toyoda", "filters": {"entityTypes": ["no-such-type"], "minRelevance": 0}}
-    )
-    assert none["results"] == [] and none["totalCount"] == 0
-
-
-def test_entity_results_under_filters_are_the_same_whatever_is_ordered_first(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The graph orders its best `ENTITY_CANDIDATES` entities first and all of them only when the filters
-    pass too few: ordering one first (so every filtered search goes on to the whole order) gives the same
-    lists as ordering them all."""
-    from hybridrag.pipeline import graph_retriever as gr
-    from hybridrag.schemas.search import SearchRequest
-
-    engine = client.app.state.engine  # type: ignore[attr-defined]
-    requests = [
-        SearchRequest.model_validate(
-            {
-                "text": text,
-                "filters": {"entityTypes": types, "minRelevance": 0},
-                "options": {"strategies": ["graph"]},
-            }
-        )
-        for text in ("Toyoda and the looms", "Masaru Ibuka and Akio Morita", "Marie Curie radium")
-        for types in (["person"], ["organization"], ["place", "other"])
-    ]
-
-    def lists() -> list[list[tuple[str, float]]]:
-        return [
-            [(c.id, c.score) for c in engine.rank(r).retrieved["graph"].candidates if c.kind == "entity"]
-            for r in requests
-        ]
-
-    whole = lists()
-    monkeypatch.setattr(gr, "ENTITY_CANDIDATES", 1)
-    assert lists() == whole
-    assert sum(len(found) for found in whole) >= 6
-
-
-def test_file_filter_applies_to_graph_results(client: TestClient) -> None:
-    data = _search(
-        client,
-        {
-            "text": "Masaru Ibuka and Akio Morita",
-            "filters": {"fileIds": ["toyota-en.md"], "minRelevance": 0},
-            "options": {"strategies": ["graph"], "limit": 50},
-        },
-    )
-    for r in data["results"]:
-        files = [r["sources"]["fileId"]] if r["type"] == "chunk" else r["metadata"]["fileIds"]
-        assert "toyota-en.md" in files
-
-
 def test_title_links_follow_incremental_adds_and_deletes(tmp_path: Path) -> None:
     def write(name: str, doc: dict[str, str]) -> Path:
         folder = tmp_path / name
@@ -609,109 +431,12 @@ def test_index_without_graph_reports_graph_skipped(tmp_path: Path) -> None:
         index_dir=tmp_path / "idx", load_embedder=False, embedding_model="minilm", _env_file=None
     )  # type: ignore[call-arg]
     with TestClient(create_app(settings, wait=True)) as c:
-        data = _search(c, {"text": "Toyota", "options": {"strategies": ["graph"]}})
+        data = search_json(c, {"text": "Toyota", "options": {"strategies": ["graph"]}})
         assert data["results"] == [] and data["totalCount"] == 0
         assert any(n["stage"] == "graph" and n["status"] == "skipped" for n in data["notes"])
-        hybrid = _search(c, {"text": "Toyota"})
+        hybrid = search_json(c, {"text": "Toyota"})
         skipped = {n["stage"] for n in hybrid["notes"] if n["status"] == "skipped"}
         assert {"semantic", "graph"} <= skipped and hybrid["results"]
-
-
-@pytest.mark.parametrize("query", ["Sakichi Toyoda", "豊田佐吉"])
-def test_graph_matches_entities_in_both_languages(client: TestClient, query: str) -> None:
-    data = _search(client, {"text": query, "options": {"strategies": ["graph"], "limit": 5}})
-    assert data["results"], data["notes"]
-
-
-def _reference_passes(chunk, date, filters) -> bool:  # type: ignore[no-untyped-def]
-    """The filter rules written out one chunk at a time (what the vectorised mask must agree with)."""
-    if filters.file_ids is not None and chunk.file_id not in filters.file_ids:
-        return False
-    if filters.chunk_ids is not None and chunk.chunk_id not in filters.chunk_ids:
-        return False
-    if filters.entity_types is not None and not set(chunk.entity_types) & set(filters.entity_types):
-        return False
-    if filters.date_start is not None or filters.date_end is not None:
-        if date is None:
-            return False
-        if filters.date_start is not None and date < filters.date_start:
-            return False
-        if filters.date_end is not None and date > filters.date_end:
-            return False
-    return True
-
-
-def test_vectorised_graph_filter_mask_agrees_with_the_rules(client: TestClient) -> None:
-    from datetime import datetime
-
-    from hybridrag.indexing.stores.filters import ChunkFilters, parse_date
-
-    index = client.app.state.engine.index  # type: ignore[attr-defined]
-    retriever = index.retrievers["graph"]
-    ids = [retriever.graph.chunks.id_at(i) for i in range(len(retriever.graph.chunks))]
-    assert ids == list(index.chunks)  # the graph's chunk nodes are the chunk table's rows
-    chunks = index.chunks
-    dates = {cid: parse_date(index.documents[c.doc_id].date) for cid, c in chunks.items()}
-    some_file = chunks[ids[0]].file_id
-    cases = [
-        ChunkFilters(file_ids=[some_file, "no-such-file"]),
-        ChunkFilters(file_ids=[]),
-        ChunkFilters(entity_types=["person"]),
-        ChunkFilters(entity_types=["place", "organization"]),
-        ChunkFilters(entity_types=[]),
-        ChunkFilters(chunk_ids=[ids[0], ids[-1], "c-missing"]),
-        ChunkFilters(date_start=datetime(1900, 1, 1), date_end=datetime(1960, 12, 31)),
-        ChunkFilters(date_start=datetime(1950, 1, 1)),
-        ChunkFilters(date_end=datetime(1950, 1, 1), entity_types=["person"], file_ids=[some_file]),
-    ]
-    for filters in cases:
-        mask = retriever._mask(filters)
-        expected = [_reference_passes(chunks[c], dates.get(c), filters) for c in ids]
-        assert mask.tolist() == expected, filters
-    assert any(retriever._mask(cases[6])) and not all(retriever._mask(cases[6]))
-
-
-def test_graph_hits_explain_the_walk_that_reached_them(client: TestClient, sample_index: Path) -> None:
-    graph, _ = load_graph(versions.current_version(sample_index).path / "graph")
-    relations = {r.id: r for r in graph.relations}
-    entities = {e.id: e for e in graph.entities}
-    body = {
-        "text": "Who founded Sony?",
-        "options": {"strategies": ["graph"], "limit": 10},
-        "filters": {"minRelevance": 0},
-    }
-    data = client.post("/v1/search", json=body).json()
-    semantic = client.post("/v1/search", json={**body, "options": {"strategies": ["semantic"], "limit": 3}})
-    seed_passages = {r["id"] for r in semantic.json()["results"]}
-    paths = [(r, r["metadata"]["graphPath"]) for r in data["results"] if r["metadata"].get("graphPath")]
-    assert len(paths) >= 3
-    assert any(len(p) >= 3 for _, p in paths), "some hit was reached through an entity"
-    seeds = set()
-    for result, path in paths:
-        seed, *rest = path
-        assert seed["seed"] is True
-        # A walk starts at an entity the query names or at one of the top dense passages.
-        assert (seed["type"] == "entity" and seed["name"] == "Sony") or (
-            seed["type"] == "chunk" and seed["id"] in seed_passages
-        ), seed
-        seeds.add(seed["type"])
-        previous = seed
-        for step in rest:
-            assert step["via"] == previous["id"]
-            if step["edge"] == "relation":  # a stored relation between the two entities
-                relation = relations[step["relationId"]]
-                assert {relation.source, relation.target} == {previous["id"], step["id"]}
-            else:  # a passage and an entity it mentions, in either direction
-                assert step["edge"] == "mentions"
-                entity, chunk = (step, previous) if step["type"] == "entity" else (previous, step)
-                assert entity["type"] == "entity" and chunk["type"] == "chunk"
-                assert chunk["id"] in entities[entity["id"]].chunk_ids
-            previous = step
-        assert previous["id"] == result["id"]
-    assert seeds == {"entity", "chunk"}, "both kinds of seed reach results"
-    # Keyword-only hits carry no graph path.
-    keyword = client.post("/v1/search", json={**body, "options": {"strategies": ["keyword"]}}).json()
-    assert all("graphPath" not in r["metadata"] for r in keyword["results"])
 
 
 def test_graph_layout_titles_synonyms_and_incremental_updates(tmp_path: Path, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -833,11 +558,11 @@ def test_text_without_entities_leaves_the_fusion_as_if_the_graph_were_off(tmp_pa
     settings = Settings(index_dir=index_dir, embedding_model="minilm", _env_file=None)  # type: ignore[call-arg]
     with TestClient(create_app(settings, SearchEngine(settings, embedder=embedder), wait=True)) as c:
         query = "Who founded the Toyota Motor Corporation?"  # capitals in the query, none in the corpus
-        graph = _search(c, {"text": query, "options": {"strategies": ["graph"], "rerankEnabled": False}})
+        graph = search_json(c, {"text": query, "options": {"strategies": ["graph"], "rerankEnabled": False}})
         assert graph["results"] == [] and graph["strategies"]["graph"]["resultCount"] == 0
         both = {"rerankEnabled": False, "limit": 5}
         # The fusion is what is tested: no relevance cut (three passages are too few to judge a query by).
-        hybrid = _search(c, {"text": query, "options": both, "filters": {"minRelevance": 0}})
+        hybrid = search_json(c, {"text": query, "options": both, "filters": {"minRelevance": 0}})
         assert hybrid["strategies"]["graph"]["resultCount"] == 0
         assert "textile machine maker" in hybrid["results"][0]["content"]["text"]
 
@@ -1052,99 +777,6 @@ def test_the_mapped_graph_is_the_graph_derived_from_its_json(sample_index: Path,
     # A page's sources from the rows it read are the sources looked up by id.
     ids = list(chunks)[:8]
     assert mapped.sources_of_many(ids, rows=chunks.rows(ids).tolist()) == mapped.sources_of_many(ids)
-
-
-def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, client: TestClient) -> None:
-    """Entity and community rows as results show them: each list its first `LIST_HEAD` ids of the whole row's
-    list, its length beside it, and under a file filter only the ids that passed; the search's community
-    and entity results carry them."""
-    from hybridrag.indexing.stores import graph_arrays as ga
-    from hybridrag.indexing.stores.graph_index import GraphIndex
-    from hybridrag.indexing.stores.mapped import ChunkTable
-
-    version = versions.current_version(sample_index).path
-    arrays = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow")).arrays
-    for table in (arrays.entities, arrays.communities):
-        full = table.to_pylist()
-        files = sorted({f for row in full for f in row["file_ids"]})
-        assert len(files) > 2 and max(len(row["chunk_ids"]) for row in full) > 2
-        for row, whole in enumerate(full):
-            for keep in (None, {"file_ids": files[::2]}, {"file_ids": []}):
-                for head in (ga.LIST_HEAD, 2, None):
-                    got = ga._row_head(table, row, keep, head)
-                    for name, value in whole.items():
-                        if not isinstance(value, list):
-                            assert got[name] == value
-                            continue
-                        wanted = (
-                            value
-                            if keep is None or name not in keep
-                            else [v for v in value if v in keep[name]]
-                        )
-                        assert got[name] == wanted[:head] and got[f"{name}_count"] == len(wanted)
-    assert arrays.entity_head(0) == ga._row_head(arrays.entities, 0)
-    assert arrays.community_head(0) == ga._row_head(arrays.communities, 0, head=ga.LIST_HEAD)
-    for row, whole in enumerate(arrays.communities.to_pylist()):
-        assert arrays.row_chunk_ids("communities", row) == whole["chunk_ids"]
-    # A filter's test of a community reads its chunks as dictionary codes: the same answer as its ids.
-    graph = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
-    assert graph.arrays.chunk_codes("communities", 0) is not None
-    assert graph.arrays.communities.num_rows >= 2
-
-    def two_batches(table: pa.Table) -> pa.Table:
-        return pa.concat_tables([table.slice(0, 1), table.slice(1)])
-
-    chunked = dataclasses.replace(
-        graph,
-        arrays=dataclasses.replace(
-            graph.arrays,
-            communities=two_batches(graph.arrays.communities),
-            entities=two_batches(graph.arrays.entities),
-        ),
-        _dictionary_nodes={},
-    )
-    assert chunked.arrays.chunk_codes("communities", 0) is None
-    assert chunked.arrays.chunk_codes("entities", 0) is None
-    # An entity's chunks as table rows, in its order, from the codes and (batches) from the ids alike.
-    for row, whole in enumerate(arrays.entities.to_pylist()):
-        wanted = graph.chunks.rows(whole["chunk_ids"]).tolist()
-        assert graph.entity_table_rows(row).tolist() == wanted
-        assert chunked.entity_table_rows(row).tolist() == wanted
-    rng = np.random.default_rng(0)
-    answers = set()
-    for share in (0.0, 0.02, 0.1, 0.5, 1.0):
-        for _ in range(5):
-            mask = rng.random(graph.arrays.chunk_count) < share
-            for row, whole in enumerate(arrays.communities.to_pylist()):
-                nodes = graph.chunks.rows(whole["chunk_ids"])
-                wanted = bool(mask[nodes[nodes >= 0]].any())
-                assert graph.community_passes(row, mask) == wanted
-                answers.add(wanted)
-                # A table read as several record batches (a dictionary each) is tested by its ids.
-                assert chunked.community_passes(row, mask) == wanted
-    assert answers == {True, False}
-    body = {"text": "Sony and Toyota", "type": "global", "options": {"strategies": ["graph"], "limit": 50}}
-    kinds = {r["type"]: r["metadata"] for r in _search(client, body)["results"] if r["type"] != "chunk"}
-    assert set(kinds) == {"entity", "community"}
-    community = kinds["community"]
-    assert 0 < len(community["chunkIds"]) == min(ga.LIST_HEAD, community["chunks"])
-    assert len(community["fileIds"]) <= community["files"]
-    body["filters"] = {"fileIds": ["toyota-en.md"], "minRelevance": 0}
-    reports = [r for r in _search(client, body)["results"] if r["type"] == "community"]
-    assert reports and all(r["metadata"]["fileIds"] == ["toyota-en.md"] for r in reports)
-    assert all(r["metadata"]["files"] == 1 for r in reports)
-    # An entity under the filter lists its chunks from the files that passed, in its own order.
-    chunk_files = {
-        c["chunk_id"]: c["file_id"] for c in ChunkTable(version / "chunks.arrow").table.to_pylist()
-    }
-    rows = {e["id"]: e for e in arrays.entities.to_pylist()}
-    entities = [r for r in _search(client, body)["results"] if r["type"] == "entity"]
-    assert entities
-    for r in entities:
-        wanted = [c for c in rows[r["id"]]["chunk_ids"] if chunk_files.get(c) == "toyota-en.md"]
-        assert r["metadata"]["chunkIds"] == wanted[: ga.LIST_HEAD] and r["metadata"]["fileIds"] == [
-            "toyota-en.md"
-        ]
 
 
 def test_match_by_meaning_takes_the_closest_names_above_the_bar_as_a_full_sort_would() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
 
 import pytest
+from conftest import search_json
 from fastapi.testclient import TestClient
 
 from hybridrag.indexing.stores.keyword import KeywordHit, KeywordSearch
@@ -82,21 +82,14 @@ def test_the_shipped_model_loads_and_is_a_probability() -> None:
         assert p_on is not None and p_off is not None and p_on > p_off, name
 
 
-def _search(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
-    answer = client.post("/v1/search", json=body)
-    assert answer.status_code == 200, answer.text
-    data: dict[str, Any] = answer.json()
-    return data
-
-
 NONSENSE = ["zzzz qqqq nonexistent", "blorf quenti vaxel", "purple elephant xylophone quarterly"]
 
 
 @pytest.mark.parametrize("text", NONSENSE)
 def test_a_query_about_nothing_in_the_corpus_comes_back_empty(client: TestClient, text: str) -> None:
-    junk = _search(client, {"text": text})
+    junk = search_json(client, {"text": text})
     assert junk["results"] == [] and junk["totalCount"] == 0, [r["score"] for r in junk["results"]]
-    everything = _search(client, {"text": text, "filters": {"minRelevance": 0}})
+    everything = search_json(client, {"text": text, "filters": {"minRelevance": 0}})
     assert everything["results"] and max(r["score"] for r in everything["results"]) < 0.3
 
 
@@ -104,17 +97,17 @@ def test_a_query_about_nothing_in_the_corpus_comes_back_empty(client: TestClient
 def test_ordinary_questions_on_a_small_corpus_are_not_cut(client: TestClient, text: str) -> None:
     """The sample is fourteen chunks: evidence that follows the corpus' size (most words of a question absent
     from it) must not read as junk."""
-    data = _search(client, {"text": text})
+    data = search_json(client, {"text": text})
     assert data["results"] and data["results"][0]["score"] >= 0.3
 
 
 def test_an_answerable_query_keeps_its_answer_and_the_fused_order(client: TestClient) -> None:
-    data = _search(client, {"text": "Who founded Sony?"})
+    data = search_json(client, {"text": "Who founded Sony?"})
     assert data["results"] and "Sony" in data["results"][0]["metadata"]["title"]
     scores = [r["score"] for r in data["results"]]
     assert scores == sorted(scores, reverse=True) and all(s >= 0.3 for s in scores)
     assert all(r["relevance"]["combined"] == r["score"] for r in data["results"])
-    loose = _search(client, {"text": "Who founded Sony?", "filters": {"minRelevance": 0}})
+    loose = search_json(client, {"text": "Who founded Sony?", "filters": {"minRelevance": 0}})
     # The cut drops a tail; the order of what stays is the order of the uncut list.
     kept = [r["id"] for r in data["results"]]
     assert [r["id"] for r in loose["results"]][: len(kept)] == kept
