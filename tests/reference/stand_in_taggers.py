@@ -1,12 +1,14 @@
-"""Stand-ins for the English name tagger in tests: they read the spans they are given as the test says."""
+"""Stand-ins for the English name tagger in tests (they read or tag what the test says), and a tiny CoNLL
+training file for the fitting scripts' tests."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-from hybridrag.indexing.analysis.name_tagger import SpanReading
+from hybridrag.indexing.analysis.name_tagger import SpanReading, Tag
 
 
 class ReadingTagger:
@@ -38,3 +40,39 @@ def outside_tagger(outside: dict[str, float], kind: str) -> ReadingTagger:
     a span not in it)."""
     types = np.eye(len(ReadingTagger.kinds), dtype=np.float32)[ReadingTagger.kinds.index(kind)]
     return ReadingTagger(lambda text, a, b: SpanReading(types, outside.get(text[a:b], 0.0)))
+
+
+class SureTagger:
+    """A stand-in for the case-less tagger: it tags the first occurrence of each of its (words, type) pairs in
+    a text, sure of each (0.99)."""
+
+    version = "tagger-sure"
+    kinds = ("person", "organization", "place", "other")
+
+    def __init__(self, spans: list[tuple[str, str]]) -> None:
+        self._spans = spans
+
+    def tag(self, texts: list[str]) -> list[list[Tag]]:
+        return [
+            [Tag(t.index(w), t.index(w) + len(w), k, 0.99) for w, k in self._spans if w in t] for t in texts
+        ]
+
+
+TRAINING_ROWS = [
+    ("John Smith works for Acme Corp in Boston .", ["B-PER", "I-PER", "O", "O", "B-ORG", "I-ORG", "O", "B-LOC", "O"]),
+    ("Mary Jones visited Paris with Globex Inc .", ["B-PER", "I-PER", "O", "B-LOC", "O", "B-ORG", "I-ORG", "O"]),
+    ("The Olympics were held in Rome by Initech .", ["O", "O", "O", "O", "O", "B-LOC", "O", "B-ORG", "O"]),
+]  # fmt: skip
+
+
+def training_file(path: Path, rows: list[tuple[str, list[str]]]) -> Path:
+    """A CoNLL file (index, token, BIO tag) of `rows`."""
+    path.write_text(
+        "\n".join(
+            "\n".join(f"{i}\t{w}\t{t}" for i, (w, t) in enumerate(zip(text.split(), tags, strict=True)))
+            + "\n"
+            for text, tags in rows
+        ),
+        "utf-8",
+    )
+    return path
