@@ -15,6 +15,10 @@ than the other (benchmarks/docs/quality.md has the measurements). Ranks, k, weig
 graph was built, until a merge brings it in): such a candidate's sum runs over the strategies that could,
 divided by their share of the weight, so being newer than one index costs it nothing but that
 strategy's say (missing from a list otherwise means "not relevant enough").
+
+`regularized` then lets the graph re-weigh the fused list itself: each passage's score is pulled towards the
+scores of the passages it shares entities or concepts with (the hybrid's use of the graph beyond its own
+list; benchmarks/docs/concepts.md, "Neighbours' support").
 """
 
 from __future__ import annotations
@@ -27,6 +31,13 @@ from typing import Protocol
 DEFAULT_K = 60
 REFERENCE_RANK = 100  # the evidence scale runs from a list's top score down to its score at this rank
 EVIDENCE_FLOOR = 0.1  # every retrieved candidate keeps some say, even past the reference rank
+# `regularized`: the share of a passage's fused score its neighbours' support takes where the graph's list
+# has no weight (the search scales it by 1 - the graph's share of the weights, and gives none where that
+# share is GRAPH_LED or more), over the fused list's first SUPPORT_DEPTH items (benchmarks/README.md,
+# "Constants").
+SUPPORT_SHARE = 0.2
+SUPPORT_DEPTH = 100
+GRAPH_LED = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +136,41 @@ def weighted_rrf(
     # Sort plain tuples, then build the items: a key function per item was most of the fusion's time.
     order = sorted((-score, best_rank[item], item) for item, score in scores.items())
     return [FusedItem(item, -neg / divisor, ranks[item]) for neg, _rank, item in order]
+
+
+def regularized(
+    fused: Sequence[FusedItem], support: Mapping[str, float], share: float, depth: int
+) -> list[FusedItem]:
+    """The fused list with each passage's score pulled towards its neighbours' (score regularisation:
+    Diaz, 2005, the cluster hypothesis on a graph of the candidates).
+
+    `support` holds, for the passages among the first `depth` items that can have neighbours, how much of
+    the others' fused score they reach (the graph's two steps, `graph_walk.neighbour_support`). Scaled so
+    the best-supported reaches the best of those scores, it takes `share` of each one's score:
+    (1 - share) x s + share x top x support / max support. Items among the first `depth` without an entry
+    (an entity, a report, a passage newer than the graph) keep their score; deeper ones keep (1 - share) of
+    it, so none rises above a passage that was ahead of it and got no support. Scores stay in 0..top. Ties:
+    the best rank reached anywhere, then the id, as `weighted_rrf`. No support anywhere: the list as it is.
+    """
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"support share must be in 0..1, got {share!r}")
+    if depth < 1:
+        raise ValueError(f"support depth must be >= 1, got {depth!r}")
+    head = fused[:depth]
+    held = [f for f in head if f.id in support]
+    most = max((support[f.id] for f in held), default=0.0)
+    if most <= 0 or share == 0:
+        return list(fused)
+    top = max(f.score for f in held)
+    scores = [
+        (1.0 - share) * f.score + share * top * support[f.id] / most if f.id in support else f.score
+        for f in head
+    ] + [(1.0 - share) * f.score for f in fused[depth:]]
+    order = sorted(
+        (-score, min(f.ranks.values(), default=0), f.id, i)
+        for i, (f, score) in enumerate(zip(fused, scores, strict=True))
+    )
+    return [FusedItem(fused[i].id, -neg, fused[i].ranks) for neg, _rank, _id, i in order]
 
 
 class Scored(Protocol):

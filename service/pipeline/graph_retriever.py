@@ -22,7 +22,7 @@ the cosine of the query to their embedded report. The constants were chosen on t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from hybridrag.indexing.stores.filters import ChunkColumns, ChunkFilters
 from hybridrag.indexing.stores.graph_delta import GraphDelta
 from hybridrag.indexing.stores.graph_index import GraphIndex, name_forms_in
 from hybridrag.pipeline.graph_trace import GraphTrace
-from hybridrag.pipeline.graph_walk import DAMPING, Scratch, one_step, walk
+from hybridrag.pipeline.graph_walk import DAMPING, Scratch, neighbour_support, one_step, walk
 from hybridrag.pipeline.retrievers import Candidate, RetrievalQuery, Retrieved, Retriever
 
 PASSAGE_SEEDS = 3  # top passages taken from each seeding retriever
@@ -116,6 +116,17 @@ class GraphRetriever:
             if not any(words in f" {normalize_name(k)} " for k in kept):
                 kept.append(name)
         return kept
+
+    def support(
+        self, ids: Sequence[str], scores: Sequence[float], apart: np.ndarray | None = None
+    ) -> dict[str, float]:
+        """For the passages of `ids` the graph holds, how much of the others' `scores` each reaches in two
+        steps of the walk (`graph_walk.neighbour_support`; `apart`: pairs that give each other none);
+        passages it does not hold are left out."""
+        rows = self.graph.chunks.rows(list(ids))
+        nodes = np.where(rows >= 0, rows + len(self.graph.entities), -1)
+        got = neighbour_support(self.graph, nodes, np.asarray(scores, dtype=np.float64), apart=apart)
+        return {c: float(v) for c, v, r in zip(ids, got.tolist(), rows.tolist(), strict=True) if r >= 0}
 
     def _mask(self, filters: ChunkFilters) -> np.ndarray | None:
         """The chunk nodes a result may be: those passing the filters and still in the table (None: all)."""

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Mapping
 
 import numpy as np
+from scipy import sparse
 
 from hybridrag.indexing.stores.csr import distinct_by_slot, row_lengths, row_positions
 from hybridrag.indexing.stores.graph_delta import GraphDelta
@@ -171,3 +172,56 @@ def article_inflow(
         gain = heavy / (out_c + heavy - 1.0) - step[known]
         out[i] = DAMPING * float((held[known] * gain).sum())
     return out
+
+
+def neighbour_support(
+    graph: GraphIndex,
+    nodes: np.ndarray,
+    scores: np.ndarray,
+    fanout: int | None = FANOUT,
+    apart: np.ndarray | None = None,
+) -> np.ndarray:
+    """How much of the other candidates' score each candidate passage reaches in two steps of the walk:
+    support(d) = sum over candidates n != d and entities e of P(d -> e) P(e -> n) s(n).
+
+    `nodes`: the candidates' chunk nodes (-1: a passage the graph does not hold, support 0); `scores`:
+    theirs. An entity hands its share along its `fanout` heaviest edges, as the walk pushes (None: all),
+    so a hub named by millions of passages costs what a specific name costs. `apart`: a boolean matrix over
+    the candidates, True where two give each other no support.
+    """
+    support = np.zeros(len(nodes))
+    held = np.flatnonzero(nodes >= 0)
+    if len(held) < 2:
+        return support
+    p, ne = graph.transition, len(graph.entities)
+    cand = np.asarray(nodes[held], dtype=np.int64)
+    # Step one: each candidate's entities.
+    positions = row_positions(p.indptr, cand)
+    owner = np.repeat(np.arange(len(cand)), row_lengths(p.indptr, cand))
+    entity = np.asarray(p.indices[positions], dtype=np.int64)
+    is_entity = entity < ne
+    owner, entity, first = owner[is_entity], entity[is_entity], np.asarray(p.data[positions[is_entity]])
+    if not len(entity):
+        return support
+    shared, column = np.unique(entity, return_inverse=True)
+    # Step two: each of those entities' passages among the candidates.
+    lengths = row_lengths(p.indptr, shared)
+    if fanout is not None:
+        lengths = np.minimum(lengths, fanout)
+    positions = row_positions(p.indptr, shared, lengths)
+    from_entity = np.repeat(np.arange(len(shared)), lengths)
+    target = np.asarray(p.indices[positions], dtype=np.int64)
+    order = np.argsort(cand, kind="stable")
+    at = np.minimum(np.searchsorted(cand[order], target), len(cand) - 1)
+    hit = cand[order[at]] == target
+    one = sparse.csr_matrix((first, (owner, column)), shape=(len(cand), len(shared)))
+    two = sparse.csr_matrix(
+        (np.asarray(p.data[positions[hit]]), (from_entity[hit], order[at[hit]])),
+        shape=(len(shared), len(cand)),
+    )
+    reach = (one @ two).toarray()
+    np.fill_diagonal(reach, 0.0)
+    if apart is not None:
+        reach[np.asarray(apart, dtype=bool)[np.ix_(held, held)]] = 0.0
+    support[held] = reach @ np.asarray(scores, dtype=np.float64)[held]
+    return support

@@ -237,3 +237,59 @@ def test_the_deepest_passing_rank_of_a_graph_list_bounds_its_deeper_entities() -
     cut = min(fetched)
     deepest = deepest_passing_rank(everything[:100], True, True, fuse(everything[:1])[0], cut, 60)
     assert deepest is not None and deepest >= sum(1 for s in deep if s >= cut) > 100
+
+
+def test_regularized_pulls_each_passage_towards_its_neighbours_support() -> None:
+    """(1 - share) x s + share x top x support / max support over the head; items without support there
+    keep their score, deeper ones (1 - share) of it; ties by best rank then id; bad arguments rejected."""
+    from hybridrag.pipeline.fusion import FusedItem, regularized
+
+    fused = [
+        FusedItem("a", 1.0, {"keyword": 1}),
+        FusedItem("b", 0.9, {"keyword": 2}),
+        FusedItem("entity:x", 0.85, {"graph": 1}),
+        FusedItem("c", 0.8, {"semantic": 1}),
+        FusedItem("d", 0.7, {"semantic": 2}),
+    ]
+    support = {"a": 0.0, "b": 0.1, "c": 0.4}
+    got = regularized(fused, support, share=0.5, depth=4)
+    scores = {f.id: f.score for f in got}
+    assert scores == pytest.approx({"a": 0.5, "b": 0.45 + 0.125, "entity:x": 0.85, "c": 0.4 + 0.5, "d": 0.35})
+    assert [f.id for f in got] == ["c", "entity:x", "b", "a", "d"]
+    assert got[0].ranks == {"semantic": 1}  # the ranks stay as fused
+    # Equal scores: the best rank reached, then the id.
+    tied = regularized(
+        [FusedItem("y", 0.5, {"k": 2}), FusedItem("x", 0.5, {"k": 2})], {"x": 1, "y": 1}, 0.3, 10
+    )
+    assert [f.id for f in tied] == ["x", "y"]
+    # No support anywhere, or no share: the list as it is.
+    assert regularized(fused, {"a": 0.0}, 0.5, 4) == fused
+    assert regularized(fused, support, 0.0, 4) == fused
+    with pytest.raises(ValueError, match="share"):
+        regularized(fused, support, 1.5, 4)
+    with pytest.raises(ValueError, match="depth"):
+        regularized(fused, support, 0.5, 0)
+
+
+def test_one_articles_paragraphs_stored_apart_give_each_other_no_support() -> None:
+    """Different documents with one title are held apart; one document's chunks, untitled documents and
+    ids that are no chunk (an entity) are not."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pyarrow as pa
+
+    from hybridrag.pipeline.engine import _one_article_apart
+
+    chunk_docs = {"a1": "A-1", "a2": "A-2", "a3": "A-2", "b": "B", "u1": "U-1", "u2": "U-2"}
+    titles = {"A-1": "Kyoto", "A-2": "Kyoto", "B": "Nara", "U-1": None, "U-2": ""}
+    order = list(chunk_docs)
+    chunks = SimpleNamespace(
+        rows=lambda ids: np.array([order.index(i) if i in chunk_docs else -1 for i in ids]),
+        column=lambda name: pa.chunked_array([pa.array([chunk_docs[c] for c in order])]),
+    )
+    documents = SimpleNamespace(heads=lambda ids: {d: SimpleNamespace(title=titles[d]) for d in ids})
+    ids = ["a1", "entity:kyoto", "a2", "a3", "b", "u1", "u2"]
+    apart = _one_article_apart(SimpleNamespace(chunks=chunks, documents=documents), ids)
+    held = {(ids[i], ids[j]) for i, j in zip(*np.nonzero(apart), strict=True)}
+    assert held == {("a1", "a2"), ("a2", "a1"), ("a1", "a3"), ("a3", "a1")}

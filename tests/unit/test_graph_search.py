@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -287,3 +288,57 @@ def test_a_graph_results_rows_are_read_cut_to_their_heads(sample_index: Path, cl
         assert r["metadata"]["chunkIds"] == wanted[: ga.LIST_HEAD] and r["metadata"]["fileIds"] == [
             "toyota-en.md"
         ]
+
+
+def test_the_fused_list_takes_the_graphs_neighbours_support_unless_the_graph_leads(
+    client: TestClient,
+) -> None:
+    """With the graph fused under a minority of the weight, the hybrid's order is the weighted RRF's pulled
+    by `fusion.regularized` with the graph's support at share 0.2 x (1 - its weight share); where the graph
+    carries half the weight or more, or under plain RRF, the fused list is the RRF's as it is."""
+    from hybridrag.pipeline import fusion
+    from hybridrag.pipeline.fusion import list_evidence, regularized, weighted_rrf
+    from hybridrag.schemas.search import SearchRequest
+
+    engine = client.app.state.engine  # type: ignore[attr-defined]
+
+    def ranked(
+        weights: dict[str, float], strategies: list[str], fusion_name: str = "score-rrf"
+    ) -> tuple[list[tuple[str, float]], Any]:
+        request = SearchRequest.model_validate(
+            {
+                "text": "Sony Walkman portable music player",
+                "filters": {"minRelevance": 0},
+                "options": {"strategies": strategies, "weights": weights, "limit": 50},
+                "fusion": fusion_name,
+            }
+        )
+        ranking = engine.rank(request)
+        return [(f.id, f.score) for f in ranking.kept], ranking
+
+    def rrf(ranking: Any, weights: dict[str, float], weighted: bool = True) -> list[Any]:
+        lists = {n: r for n, r in ranking.retrieved.items() if r.candidates}
+        evidence = {n: list_evidence(r.candidates, r.ratio_scores) for n, r in lists.items()}
+        return weighted_rrf(
+            {n: [c.id for c in r.candidates] for n, r in lists.items()},
+            {n: weights[n] for n in lists},
+            evidence=evidence if weighted else None,
+        )
+
+    minority = {"keyword": 0.5, "semantic": 0.4, "graph": 0.1}
+    got, ranking = ranked(minority, ["hybrid"])
+    plain = rrf(ranking, minority)
+    head = plain[: fusion.SUPPORT_DEPTH]
+    graph = engine.index.graph_retriever
+    support = graph.support([f.id for f in head], [f.score for f in head])
+    assert max(support.values()) > 0  # the sample's passages share names
+    expected = regularized(plain, support, fusion.SUPPORT_SHARE * 0.9, fusion.SUPPORT_DEPTH)
+    assert [i for i, _s in got] == [f.id for f in expected]
+    assert [s for _i, s in got] == pytest.approx([f.score for f in expected])
+    assert got != [(f.id, f.score) for f in plain]
+    led = {"keyword": 0.05, "semantic": 0.15, "graph": 0.8}
+    got, ranking = ranked(led, ["hybrid"])
+    assert got == [(f.id, f.score) for f in rrf(ranking, led)]
+    # Plain RRF keeps rank-only terms and no support.
+    got, ranking = ranked(minority, ["hybrid"], "rrf")
+    assert got == [(f.id, f.score) for f in rrf(ranking, minority, weighted=False)]

@@ -209,3 +209,47 @@ def test_best_first_is_a_stable_argsort_cut() -> None:
         for limit in (0, 1, 3, 10, 299, 1000):
             want = np.argsort(-scores, kind="stable")[:limit]
             np.testing.assert_array_equal(best_first(scores, limit), want)
+
+
+def test_neighbour_support_is_two_steps_of_the_walk_between_the_candidates(sample_index: Path) -> None:
+    """support(d) = sum over the other candidates n and entities e of P(d -> e) P(e -> n) s(n), against the
+    dense product of the transition matrix; an entity's step cut to its heaviest edges as the walk's fanout
+    cuts it; a passage the graph does not hold gets 0 and gives nothing."""
+    from hybridrag.indexing.stores.graph_index import GraphIndex
+    from hybridrag.indexing.stores.mapped import ChunkTable
+    from hybridrag.pipeline import graph_walk as gw
+
+    version = versions.current_version(sample_index).path
+    g = GraphIndex.load(version / "graph", ChunkTable(version / "chunks.arrow"))
+    t, ne = g.transition, len(g.entities)
+    dense = t.toarray()
+    rng = np.random.default_rng(7)
+    chunks = rng.choice(len(g.chunks), size=min(12, len(g.chunks)), replace=False)
+    nodes = np.concatenate([ne + chunks, [-1]])
+    scores = rng.random(len(nodes))
+    got = gw.neighbour_support(g, nodes, scores, fanout=None)
+    reach = dense[np.ix_(ne + chunks, range(ne))] @ dense[np.ix_(range(ne), ne + chunks)]
+    np.fill_diagonal(reach, 0.0)
+    assert got[:-1] == pytest.approx(reach @ scores[:-1])
+    assert got[-1] == 0.0 and got.max() > 0  # the sample's passages share names
+    # The fanout: an entity steps only along its heaviest `fanout` edges.
+    cut = dense.copy()
+    for e in range(ne):
+        lo, hi = int(t.indptr[e]), int(t.indptr[e + 1])
+        kept = np.zeros(dense.shape[1], dtype=bool)
+        kept[np.asarray(t.indices[lo:hi])[:2]] = True
+        cut[e, ~kept] = 0.0
+    reach = dense[np.ix_(ne + chunks, range(ne))] @ cut[np.ix_(range(ne), ne + chunks)]
+    np.fill_diagonal(reach, 0.0)
+    assert gw.neighbour_support(g, nodes, scores, fanout=2)[:-1] == pytest.approx(reach @ scores[:-1])
+    # Pairs held apart give each other nothing; the others keep their support.
+    apart = np.zeros((len(nodes), len(nodes)), dtype=bool)
+    apart[0, 1] = apart[1, 0] = True
+    reach = dense[np.ix_(ne + chunks, range(ne))] @ dense[np.ix_(range(ne), ne + chunks)]
+    np.fill_diagonal(reach, 0.0)
+    reach[0, 1] = reach[1, 0] = 0.0
+    assert gw.neighbour_support(g, nodes, scores, fanout=None, apart=apart)[:-1] == pytest.approx(
+        reach @ scores[:-1]
+    )
+    # Fewer than two passages the graph holds: nothing to support.
+    assert not gw.neighbour_support(g, nodes[:1], scores[:1]).any()
